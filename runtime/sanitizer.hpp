@@ -1,0 +1,71 @@
+// Fiber-switch annotations for AddressSanitizer and ThreadSanitizer. Without them ASan
+// mistakes a switched stack for stack-buffer overflows and TSan mixes up the fibers' histories.
+#pragma once
+
+#include <cstddef>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PLATOON_ASAN 1
+#include <sanitizer/asan_interface.h>
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define PLATOON_TSAN 1
+#include <sanitizer/tsan_interface.h>
+#endif
+
+namespace platoon::rt::san {
+
+// The identity of one execution stack (a fiber's, or a carrier thread's own).
+struct StackId {
+  const void* bottom = nullptr;  // lowest address
+  std::size_t size = 0;
+  void* tsan_fiber = nullptr;
+};
+
+// Before jumping from the current stack to `to`. `save` keeps ASan's fake stack of the current
+// one; pass nullptr when the current stack is finishing for good.
+inline void start_switch(void** save, const StackId& to) {
+#ifdef PLATOON_ASAN
+  __sanitizer_start_switch_fiber(save, to.bottom, to.size);
+#else
+  (void)save;
+#endif
+#ifdef PLATOON_TSAN
+  __tsan_switch_to_fiber(to.tsan_fiber, 0);
+#else
+  (void)to;
+#endif
+}
+
+// Right after arriving on a stack.
+inline void finish_switch(void* save) {
+#ifdef PLATOON_ASAN
+  __sanitizer_finish_switch_fiber(save, nullptr, nullptr);
+#else
+  (void)save;
+#endif
+}
+
+inline void* tsan_create() {
+#ifdef PLATOON_TSAN
+  return __tsan_create_fiber(0);
+#else
+  return nullptr;
+#endif
+}
+inline void tsan_destroy(void* f) {
+#ifdef PLATOON_TSAN
+  if (f) __tsan_destroy_fiber(f);
+#else
+  (void)f;
+#endif
+}
+inline void* tsan_current() {
+#ifdef PLATOON_TSAN
+  return __tsan_get_current_fiber();
+#else
+  return nullptr;
+#endif
+}
+
+}  // namespace platoon::rt::san

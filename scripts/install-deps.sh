@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs the Debian packages platoon needs, and only those that are missing.
+# Idempotent: when everything is present it does nothing and touches no network.
+# apt-get update runs only when at least one package is missing.
+set -euo pipefail
+
+PKGS=(
+  # build
+  g++ make clang llvm pkg-config
+  # kernel side: libbpf skeletons, vmlinux.h from BTF
+  libbpf-dev bpftool libelf-dev zlib1g-dev
+  # runtime
+  libboost-context-dev libevent-dev systemtap-sdt-dev
+  # server: HTTP parser (llhttp C sources), JSON
+  node-llhttp rapidjson-dev
+  # command line, formatting, TUI
+  libcli11-dev libfmt-dev libncurses-dev
+  # tests and benchmarks
+  libgtest-dev libgmock-dev tmux sysstat linux-perf bpftrace protobuf-compiler
+  # peers measured beside platoon-server
+  nginx-light golang-go
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages: ${missing[*]}; run as root: sudo $0" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+# nginx-light starts a system nginx on port 80 on install; the peers run their own.
+if [ -x /usr/sbin/nginx ] && command -v systemctl >/dev/null 2>&1; then
+  systemctl disable --now nginx >/dev/null 2>&1 || true
+fi
