@@ -4,6 +4,7 @@
 #   make bench      run the benchmarks, figures as JSON under build/bench/
 #   make demo       install, build and run the demo
 #   SAN=thread|address   build with a sanitizer (into build/san-$(SAN)/)
+#   BUILD=dir       build somewhere else (default build/)
 #   V=1             show the commands
 
 .DEFAULT_GOAL := all
@@ -12,9 +13,9 @@
 
 SAN ?=
 ifeq ($(SAN),)
-  BUILD := build
+  BUILD ?= build
 else
-  BUILD := build/san-$(SAN)
+  BUILD ?= build/san-$(SAN)
 endif
 BIN := $(BUILD)/bin
 OBJ := $(BUILD)/obj
