@@ -282,11 +282,8 @@ void Carrier::push_local(Fiber* f) {
 void Carrier::run(Fiber* f) {
   if (f->home && f->home != this) stats_.off_home_runs.add();
   running_ = f;
-  f->resumer = &stack_id_;
   f->state.store(FiberState::running, std::memory_order_release);
-  san::start_switch(&asan_fake_stack_, f->stack_id);
-  boost::context::fiber back = std::move(f->ctx).resume();  // f->ctx is refilled on switch-out
-  san::finish_switch(asan_fake_stack_);
+  f->resume(stack_id_, &asan_fake_stack_);
   running_ = nullptr;
   after_switch_out(f);
 }

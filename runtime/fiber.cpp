@@ -1,32 +1,11 @@
 #include "runtime/fiber.hpp"
 
-#include <boost/context/preallocated.hpp>
-#include <boost/context/stack_context.hpp>
 #include <cstdio>
 #include <exception>
 
 #include "runtime/carrier.hpp"
 
 namespace platoon::rt {
-
-namespace {
-// The record owns its stack; Boost.Context must neither allocate nor free it.
-struct BorrowedStack {
-  boost::context::stack_context allocate() { return {}; }
-  void deallocate(boost::context::stack_context&) noexcept {}
-};
-}  // namespace
-
-Fiber::Fiber(std::size_t stack_bytes) : stack_(stack_bytes) {
-  stack_id.bottom = stack_.bottom();
-  stack_id.size = stack_.usable();
-  stack_id.tsan_fiber = san::tsan_create();
-}
-
-Fiber::~Fiber() {
-  ctx = {};  // unwinds a fiber that never finished, on this thread
-  san::tsan_destroy(stack_id.tsan_fiber);
-}
 
 void Fiber::prepare(std::function<void()> task, Carrier* home_carrier,
                     std::shared_ptr<detail::JoinState> join) {
@@ -37,18 +16,10 @@ void Fiber::prepare(std::function<void()> task, Carrier* home_carrier,
   permit = false;
   next = nullptr;
   state.store(FiberState::queued, std::memory_order_relaxed);
-  boost::context::stack_context sctx;
-  sctx.sp = stack_.top();
-  sctx.size = stack_.usable();
-  ctx = boost::context::fiber(std::allocator_arg, boost::context::preallocated(sctx.sp, sctx.size, sctx),
-                              BorrowedStack{}, [this](boost::context::fiber&& s) { 
-                                sched = std::move(s);
-                                return entry();
-                              });
+  make_context();
 }
 
-boost::context::fiber Fiber::entry() {
-  san::finish_switch(nullptr);
+void Fiber::run_task() {
   try {
     std::function<void()> task = std::move(task_);
     task();
@@ -70,18 +41,6 @@ boost::context::fiber Fiber::entry() {
     if (Fiber* w = j->waiter.exchange(nullptr)) unpark(w);
   }
   action = SwitchAction::finish;
-  san::start_switch(nullptr, *resumer);  // this stack is done
-  return std::move(sched);
-}
-
-void Fiber::switch_out(SwitchAction a) {
-  action = a;
-  san::start_switch(&asan_fake_stack, *resumer);
-  sched = std::move(sched).resume_with([this](boost::context::fiber&& me) {
-    ctx = std::move(me);
-    return boost::context::fiber{};
-  });
-  san::finish_switch(asan_fake_stack);
 }
 
 FiberArena::~FiberArena() = default;
@@ -140,7 +99,7 @@ void FiberArena::unwind_all() {
     std::lock_guard lk(mu_);
     for (auto& f : all_) if (f->ctx) live.push_back(f.get());
   }
-  for (Fiber* f : live) f->ctx = {};
+  for (Fiber* f : live) f->unwind();
 }
 
 }  // namespace platoon::rt

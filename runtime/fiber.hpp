@@ -40,8 +40,12 @@ class Fiber {
 
   // Builds a fresh context for `task` on this record's stack.
   void prepare(std::function<void()> task, Carrier* home, std::shared_ptr<detail::JoinState> join);
-  // Switches from the fiber to the carrier that resumed it, asking it to do `a`.
+  // Carrier side: switches into the fiber until it switches out; `self` is the carrier's stack.
+  void resume(const san::StackId& self, void** self_fake_stack);
+  // Fiber side: switches to the carrier that resumed it, asking it to do `a`.
   void switch_out(SwitchAction a);
+  // Unwinds a suspended fiber on the calling thread (shutdown).
+  void unwind();
 
   uint64_t id = 0;
   Carrier* home = nullptr;  // null: a pool fiber
@@ -59,7 +63,8 @@ class Fiber {
   const san::StackId* resumer = nullptr;   // the stack of the carrier running it
 
  private:
-  boost::context::fiber entry();
+  void make_context();  // context.cpp
+  void run_task();      // the fiber's body, up to its last switch
   GuardedStack stack_;
   std::function<void()> task_;
   std::shared_ptr<detail::JoinState> join_;

@@ -60,6 +60,13 @@ inline void tsan_destroy(void* f) {
   (void)f;
 #endif
 }
+inline void tsan_switch(void* f) {
+#ifdef PLATOON_TSAN
+  __tsan_switch_to_fiber(f, 0);
+#else
+  (void)f;
+#endif
+}
 inline void* tsan_current() {
 #ifdef PLATOON_TSAN
   return __tsan_get_current_fiber();
