@@ -52,6 +52,39 @@ ifeq ($(SAN),thread)
 $(OBJ)/runtime/context.o: CXXFLAGS += -fno-sanitize=thread
 endif
 
+# ---- server/: platoon-server, platoon-mock, platoon-load ----
+# llhttp: Debian ships its C sources (node-llhttp), not a library; compiled here.
+LLHTTP_DIR := /usr/share/llhttp
+LLHTTP_OBJ := $(OBJ)/llhttp/llhttp.o $(OBJ)/llhttp/api.o $(OBJ)/llhttp/http.o
+CC ?= gcc
+$(OBJ)/llhttp/%.o: $(LLHTTP_DIR)/%.c
+	@mkdir -p $(@D)
+	$(call msg,CC,$<)
+	$(Q)$(CC) -O2 -g -fPIC -I/usr/share/include/llhttp $(if $(SAN),-fsanitize=$(SAN)) -c -o $@ $<
+
+SERVER_COMMON_SRC := $(wildcard server/common/*.cpp)
+SERVER_COMMON_OBJ := $(SERVER_COMMON_SRC:%.cpp=$(OBJ)/%.o)
+SERVER_COMMON_LIB := $(BUILD)/lib/libplatoon-server-common.a
+$(SERVER_COMMON_LIB): $(SERVER_COMMON_OBJ) $(LLHTTP_OBJ)
+	@mkdir -p $(@D)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+$(OBJ)/server/%.o: CPPFLAGS += -I/usr/share/include/llhttp
+$(OBJ)/tests/server/%.o: CPPFLAGS += -I/usr/share/include/llhttp
+
+define server_program
+$(1)_SRC := $$(wildcard server/$(2)/*.cpp)
+$(1)_OBJ := $$($(1)_SRC:%.cpp=$$(OBJ)/%.o)
+$$(BIN)/$(1): $$($(1)_OBJ) $$(SERVER_COMMON_LIB) $$(RUNTIME_LIB)
+	@mkdir -p $$(@D)
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CXX) $$(LDFLAGS) -o $$@ $$($(1)_OBJ) $$(SERVER_COMMON_LIB) $$(RUNTIME_LIB) $$(RUNTIME_LIBS)
+SERVER_BINS += $$(if $$($(1)_SRC),$$(BIN)/$(1))
+endef
+$(eval $(call server_program,platoon-server,handoff))
+$(eval $(call server_program,platoon-mock,mock))
+$(eval $(call server_program,platoon-load,load))
+
 # ---- tests/ ----
 RUNTIME_TEST_SRC := $(wildcard tests/runtime/*_test.cpp)
 RUNTIME_TEST_OBJ := $(RUNTIME_TEST_SRC:%.cpp=$(OBJ)/%.o)
@@ -62,11 +95,19 @@ $(RUNTIME_TESTS): $(RUNTIME_TEST_OBJ) $(RUNTIME_LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) -o $@ $(RUNTIME_TEST_OBJ) $(RUNTIME_LIB) $(RUNTIME_LIBS) -lgtest -lgtest_main
 
+SERVER_TEST_SRC := $(wildcard tests/server/*_test.cpp)
+SERVER_TEST_OBJ := $(SERVER_TEST_SRC:%.cpp=$(OBJ)/%.o)
+SERVER_TESTS := $(if $(SERVER_TEST_SRC),$(BIN)/server_tests)
+$(BIN)/server_tests: $(SERVER_TEST_OBJ) $(SERVER_COMMON_LIB) $(RUNTIME_LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(LDFLAGS) -o $@ $(SERVER_TEST_OBJ) $(SERVER_COMMON_LIB) $(RUNTIME_LIB) $(RUNTIME_LIBS) -lgtest -lgtest_main
+
 # ---- bench ----
 BENCH_SRC := $(wildcard bench/*.cpp)
 BENCH_BIN := $(BENCH_SRC:bench/%.cpp=$(BIN)/%)
 
-$(BIN)/%: $(OBJ)/bench/%.o $(RUNTIME_LIB)
+$(BENCH_BIN): $(BIN)/%: $(OBJ)/bench/%.o $(RUNTIME_LIB)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) -o $@ $< $(RUNTIME_LIB) $(RUNTIME_LIBS)
@@ -77,7 +118,7 @@ $(OBJ)/%.o: %.cpp
 	$(call msg,CXX,$<)
 	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c -o $@ $<
 
-ALL := $(RUNTIME_LIB) $(RUNTIME_TESTS) $(BENCH_BIN)
+ALL := $(RUNTIME_LIB) $(RUNTIME_TESTS) $(BENCH_BIN) $(SERVER_BINS) $(SERVER_TESTS)
 
 .PHONY: all test bench demo deps clean
 all: $(ALL)
