@@ -326,6 +326,8 @@ CarrierStats Carrier::snapshot() const {
   s.wakeups = stats_.wakeups.load(std::memory_order_relaxed);
   s.off_home_runs = stats_.off_home_runs.get();
   s.budget_cuts = stats_.budget_cuts.get();
+  s.fibers_spawned = stats_.fibers_spawned.get();
+  s.fibers_finished = stats_.fibers_finished.get();
   return s;
 }
 

@@ -53,6 +53,7 @@ class Carrier {
   Fiber* running() const { return running_; }
   void note_io_event() { ++io_events_now_; }
   std::vector<Fiber*>& fiber_cache() { return fiber_cache_; }
+  LiveCarrierStats& live_stats() { return stats_; }
 
   event_base* base() const { return base_.get(); }  // null for workers
   const Kind kind;

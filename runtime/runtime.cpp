@@ -92,6 +92,7 @@ Fiber* RuntimeImpl::new_fiber(std::function<void()> fn, Placement where, std::sh
   Carrier* cur = current_carrier();
   Fiber* f;
   if (cur) {
+    cur->live_stats().fibers_spawned.add();
     auto& cache = cur->fiber_cache();
     if (!cache.empty()) {
       f = cache.back();
@@ -100,6 +101,7 @@ Fiber* RuntimeImpl::new_fiber(std::function<void()> fn, Placement where, std::sh
       f = arena.take_batch_or_new(cache);
     }
   } else {
+    outside_spawned.fetch_add(1, std::memory_order_relaxed);
     f = arena.take_shared();
   }
   f->id = (f->id & ~0xffffffffull) | ((f->id + 1) & 0xffffffffull);  // record << 32 | generation
@@ -111,7 +113,12 @@ Fiber* RuntimeImpl::new_fiber(std::function<void()> fn, Placement where, std::sh
 void RuntimeImpl::recycle(Fiber* f) {
   f->state.store(FiberState::finished, std::memory_order_relaxed);
   Carrier* cur = current_carrier();
-  if (!cur) { arena.give_shared(f); return; }
+  if (!cur) {
+    outside_finished.fetch_add(1, std::memory_order_relaxed);
+    arena.give_shared(f);
+    return;
+  }
+  cur->live_stats().fibers_finished.add();
   auto& cache = cur->fiber_cache();
   cache.push_back(f);
   if (cache.size() > 2 * kFiberCacheKeep) arena.give_batch(cache, kFiberCacheKeep);
@@ -182,6 +189,17 @@ std::vector<CarrierStats> Runtime::stats() const {
   for (auto& w : impl_->workers) out.push_back(w->snapshot());
   return out;
 }
+
+uint64_t Runtime::live_fibers() const {
+  uint64_t spawned = impl_->outside_spawned.load(), finished = impl_->outside_finished.load();
+  for (const auto& s : stats()) {
+    spawned += s.fibers_spawned;
+    finished += s.fibers_finished;
+  }
+  return spawned - finished;
+}
+
+size_t Runtime::fiber_records() const { return impl_->arena.allocated(); }
 
 std::vector<ThreadInfo> Runtime::threads() const {
   std::vector<ThreadInfo> out;

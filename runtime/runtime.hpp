@@ -86,6 +86,8 @@ class Runtime {
   std::vector<CarrierStats> stats() const;        // carriers (or event loops), then workers
   std::vector<ThreadInfo> threads() const;        // every thread the runtime started
   std::vector<std::string> warnings() const;      // e.g. more carriers than CPUs
+  uint64_t live_fibers() const;   // spawned and not yet finished (approximate while running)
+  size_t fiber_records() const;   // fiber records (stacks) allocated: the high-water mark
 
   // Implementation access for the runtime's own files.
   RuntimeImpl& impl() { return *impl_; }
@@ -108,6 +110,9 @@ int home_index();           // the caller's home carrier; -1 for pool fibers
 Runtime* runtime();         // any thread inside the runtime; null elsewhere
 uint64_t id();
 }  // namespace this_fiber
+
+// CLOCK_MONOTONIC in nanoseconds (the clock of budgets, timers and deadlines).
+uint64_t now_ns();
 
 // Makes a parked fiber runnable again on its home carrier (or the pool). Any thread.
 void unpark(Fiber* f);

@@ -30,6 +30,8 @@ struct RuntimeImpl {
   std::atomic<uint32_t> idle_carriers{0};
   std::atomic<uint32_t> idle_workers{0};
   std::atomic<uint32_t> round_robin{0};
+  // Fibers spawned or finished on threads that are not carriers (carriers count their own).
+  std::atomic<uint64_t> outside_spawned{0}, outside_finished{0};
   bool stopped = false;
 
   bool carrier_stealing() const { return opts.scheduler == Scheduler::carrier && opts.work_stealing; }

@@ -21,6 +21,8 @@ struct CarrierStats {
   uint64_t wakeups = 0;         // wakeups written to it by other threads
   uint64_t off_home_runs = 0;   // resumptions of fibers whose home is another carrier
   uint64_t budget_cuts = 0;     // drains stopped by the budget with work left
+  uint64_t fibers_spawned = 0;  // spawned by code running on this carrier
+  uint64_t fibers_finished = 0; // finished on this carrier
 };
 
 // The live counters. Single writer (the carrier), so relaxed load+store, no read-modify-write.
@@ -33,7 +35,7 @@ struct LiveCounter {
 
 struct LiveCarrierStats {
   LiveCounter cycles, io_events, fibers_run, queue_depth_hwm, steals, stolen_fibers, sleeps,
-      off_home_runs, budget_cuts;
+      off_home_runs, budget_cuts, fibers_spawned, fibers_finished;
   std::atomic<uint64_t> wakeups{0};  // written by wakers, many threads
 };
 

@@ -1,0 +1,126 @@
+// platoon-server: the handoff HTTP server of the experiment, on the carrier runtime.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "server/handoff/server.hpp"
+
+namespace {
+bool split_host_port(const std::string& s, std::string& host, uint16_t& port) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string::npos) return false;
+  host = s.substr(0, colon);
+  try {
+    const int p = std::stoi(s.substr(colon + 1));
+    if (p <= 0 || p > 65535) return false;
+    port = static_cast<uint16_t>(p);
+  } catch (...) {
+    return false;
+  }
+  return !host.empty();
+}
+
+void raise_fd_limit() {
+  rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace platoon;
+  server::Config cfg;
+  std::string backend = "127.0.0.1:8081";
+  std::string scheduler = "carrier";
+  std::string poller = "carrier";
+  int port = cfg.port;
+  int budget_us = 50;
+  int backend_timeout_ms = static_cast<int>(cfg.backend_timeout.count());
+  int idle_timeout_ms = static_cast<int>(cfg.idle_timeout.count());
+  int request_timeout_ms = static_cast<int>(cfg.request_timeout.count());
+  std::optional<int> carrier_nice, poller_nice;
+
+  CLI::App app{"platoon-server: HTTP handoff server on the platoon carrier runtime.\n"
+               "GET /fruits calls the backend from a handed-off fiber and answers compact JSON;\n"
+               "GET /metrics serves the runtime's per-carrier counters (Prometheus text)."};
+  app.add_option("--host", cfg.host, "address to bind")->capture_default_str();
+  app.add_option("--port", port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535))->capture_default_str();
+  app.add_option("--backend", backend, "backend HOST:PORT (platoon-mock)")->capture_default_str();
+  app.add_option("--carriers", cfg.runtime.carriers, "carriers (pool mode: I/O event loops)")->check(CLI::Range(1, 1024))->capture_default_str();
+  app.add_option("--scheduler", scheduler, "carrier | pool")->check(CLI::IsMember({"carrier", "pool"}))->capture_default_str();
+  app.add_option("--workers", cfg.runtime.workers, "pool mode: worker threads (0: as many as carriers)")->check(CLI::Range(0, 1024));
+  app.add_flag("--work-stealing", cfg.runtime.work_stealing, "carriers steal runnable fibers from busy siblings");
+  app.add_flag("--pin", cfg.runtime.pin, "pin carrier i to the i-th allowed CPU");
+  app.add_option("--poller", poller, "carrier | master: who watches fibers' sockets")->check(CLI::IsMember({"carrier", "master"}))->capture_default_str();
+  app.add_option("--budget-us", budget_us, "time budget of a carrier's drain, in microseconds")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app.add_flag("--passthrough", cfg.passthrough, "return the backend's body unchanged (no JSON work)");
+  app.add_option("--backend-timeout-ms", backend_timeout_ms, "backend call timeout (then 504)")->check(CLI::Range(1, 3600000))->capture_default_str();
+  app.add_option("--idle-timeout-ms", idle_timeout_ms, "close keep-alive connections idle this long")->check(CLI::Range(1, 86400000))->capture_default_str();
+  app.add_option("--request-timeout-ms", request_timeout_ms, "a started request must arrive within this")->check(CLI::Range(1, 86400000))->capture_default_str();
+  app.add_option("--max-header-bytes", cfg.max_header_bytes, "larger request heads get 431")->check(CLI::Range(256, 1 << 20))->capture_default_str();
+  app.add_option("--carrier-nice", carrier_nice, "nice value of carriers and workers")->check(CLI::Range(-20, 19));
+  app.add_option("--poller-nice", poller_nice, "nice value of the master poller")->check(CLI::Range(-20, 19));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "platoon-server: %s\n", e.what());
+    return 2;
+  }
+  if (!split_host_port(backend, cfg.backend_host, cfg.backend_port)) {
+    std::fprintf(stderr, "platoon-server: --backend must be HOST:PORT, got '%s'\n", backend.c_str());
+    return 2;
+  }
+  cfg.port = static_cast<uint16_t>(port);
+  cfg.runtime.scheduler = *rt::parse_scheduler(scheduler);
+  cfg.runtime.poller = *rt::parse_poller(poller);
+  cfg.runtime.budget = std::chrono::microseconds(budget_us);
+  cfg.runtime.carrier_nice = carrier_nice;
+  cfg.runtime.poller_nice = poller_nice;
+  cfg.backend_timeout = std::chrono::milliseconds(backend_timeout_ms);
+  cfg.idle_timeout = std::chrono::milliseconds(idle_timeout_ms);
+  cfg.request_timeout = std::chrono::milliseconds(request_timeout_ms);
+  raise_fd_limit();
+
+  // Signals go to this thread only, through sigwait; runtime threads inherit the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  server::Server srv(cfg);
+  std::string error;
+  try {
+    if (!srv.start(error)) {
+      std::fprintf(stderr, "platoon-server: %s\n", error.c_str());
+      return 1;
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "platoon-server: %s\n", e.what());
+    return 1;
+  }
+  std::printf("platoon-server pid %d scheduler %s poller %s carriers %d workers %d stealing %s pin %s budget %dus%s\n",
+              getpid(), scheduler.c_str(), poller.c_str(), srv.runtime().carrier_count(), srv.runtime().worker_count(),
+              cfg.runtime.work_stealing ? "on" : "off", cfg.runtime.pin ? "on" : "off", budget_us,
+              cfg.passthrough ? " passthrough" : "");
+  for (const auto& t : srv.runtime().threads())
+    std::printf("THREAD name=%s tid=%d cpu=%d\n", t.name.c_str(), t.tid, t.cpu);
+  std::printf("listening on %s:%u backend %s:%u\n", cfg.host.c_str(), srv.port(), cfg.backend_host.c_str(),
+              cfg.backend_port);
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::printf("platoon-server: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  std::fflush(stdout);
+  srv.stop();
+  return 0;
+}
