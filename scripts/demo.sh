@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The demo: platoon-mock and platoon-load on CPU 0, platoon-server on CPU 1 (2 carriers),
+# load at a fixed rate, and the server's live per-thread scheduling numbers.
+# Stops everything on Ctrl-C or after --duration.
+# usage: scripts/demo.sh [BUILD_DIR] [--duration S] [--rate R] [--scheduler carrier|pool] [--pin]
+set -uo pipefail
+build=build
+if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build=$1; shift; fi
+duration=30
+rate=5000
+scheduler=carrier
+pin=
+while [ $# -gt 0 ]; do
+  case $1 in
+    --duration) duration=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    --scheduler) scheduler=$2; shift 2 ;;
+    --pin) pin=--pin; shift ;;
+    -h|--help) sed -n 2,5p "$0"; exit 0 ;;
+    *) echo "demo: unknown option: $1" >&2; exit 2 ;;
+  esac
+done
+bin=$build/bin
+for b in platoon-server platoon-mock platoon-load; do
+  [ -x "$bin/$b" ] || { echo "demo: $bin/$b is missing; run make" >&2; exit 1; }
+done
+ncpu=$(nproc)
+server_cpus=1; side_cpus=0
+[ "$ncpu" -lt 2 ] && server_cpus=0
+
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
+  sleep 0.3
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  wait 2>/dev/null
+}
+trap cleanup INT TERM EXIT
+
+log=$(mktemp -d /tmp/platoon-demo.XXXXXX)
+taskset -c $side_cpus "$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$log/mock.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do grep -q "listening on" "$log/mock.log" && break; sleep 0.1; done
+mock_port=$(grep -o 'listening on [0-9.]*:[0-9]*' "$log/mock.log" | head -1 | sed 's/.*://')
+[ -n "$mock_port" ] || { echo "demo: platoon-mock did not start:"; cat "$log/mock.log"; exit 1; }
+
+taskset -c $server_cpus "$bin/platoon-server" --port 0 --backend "127.0.0.1:$mock_port" --carriers 2 \
+  --scheduler "$scheduler" $pin > "$log/server.log" 2>&1 &
+server_pid=$!
+pids+=($server_pid)
+for _ in $(seq 50); do grep -q "listening on" "$log/server.log" && break; sleep 0.1; done
+port=$(grep -o 'listening on [0-9.]*:[0-9]*' "$log/server.log" | head -1 | sed 's/.*://')
+[ -n "$port" ] || { echo "demo: platoon-server did not start:"; cat "$log/server.log"; exit 1; }
+
+echo "mock :$mock_port (CPU $side_cpus)  server :$port pid $server_pid (CPU $server_cpus, $scheduler)  load $rate req/s (CPU $side_cpus)  logs $log"
+taskset -c $side_cpus "$bin/platoon-load" --url "http://127.0.0.1:$port/fruits" --rate "$rate" \
+  --connections 100 --threads 1 --duration "$duration" --latency > "$log/load.txt" 2>&1 &
+load_pid=$!
+pids+=($load_pid)
+
+# Until `platoon top` exists: the per-thread view from /proc.
+"$(dirname "$0")/proc-threads.sh" "$server_pid" 1 "$duration" &
+view_pid=$!
+pids+=($view_pid)
+wait $load_pid
+kill $view_pid 2>/dev/null
+echo
+cat "$log/load.txt"
