@@ -6,7 +6,7 @@ set -euo pipefail
 
 PKGS=(
   # build
-  g++ make clang llvm pkg-config
+  g++ make clang llvm pkg-config python3 curl
   # kernel side: libbpf skeletons, vmlinux.h from BTF
   libbpf-dev bpftool libelf-dev zlib1g-dev
   # runtime
