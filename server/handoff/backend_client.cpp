@@ -18,7 +18,8 @@ BackendClient::Pool& BackendClient::pool_here() {
 
 rt::Socket BackendClient::take(Pool& p, bool& reused, int& err) {
   {
-    std::lock_guard lk(p.mu);
+    std::unique_lock lk(p.mu);
+    p.returned.wait(lk, [&] { return !p.idle.empty() || p.open < cfg_.max_backend_connections; });
     if (!p.idle.empty()) {
       rt::Socket s = std::move(p.idle.back());
       p.idle.pop_back();
@@ -26,14 +27,19 @@ rt::Socket BackendClient::take(Pool& p, bool& reused, int& err) {
       err = 0;
       return s;
     }
+    ++p.open;
   }
   reused = false;
-  return rt::Socket::connect_tcp(cfg_.backend_host, cfg_.backend_port, cfg_.connect_timeout, err);
+  rt::Socket s = rt::Socket::connect_tcp(cfg_.backend_host, cfg_.backend_port, cfg_.connect_timeout, err);
+  if (!s.valid()) give_back(p, rt::Socket{});
+  return s;
 }
 
 void BackendClient::give_back(Pool& p, rt::Socket s) {
-  std::lock_guard lk(p.mu);
-  if (p.idle.size() < cfg_.max_backend_connections) p.idle.push_back(std::move(s));
+  std::unique_lock lk(p.mu);
+  if (s.valid()) p.idle.push_back(std::move(s));
+  else --p.open;
+  p.returned.notify_one();
 }
 
 size_t BackendClient::idle_connections() const {
@@ -93,17 +99,17 @@ BackendReply BackendClient::get(const std::string& path) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     bool reused = false;
     int err = 0;
-    rt::Socket s = take(pool_here(), reused, err);
+    Pool& pool = pool_here();
+    rt::Socket s = take(pool, reused, err);
     if (!s.valid()) {
       out.gateway_status = err == ETIMEDOUT ? 504 : 502;
       out.error = "backend connect: " + rt::errno_message(err);
       return out;
     }
-    if (call_once(s, request, out)) {
-      if (s.valid()) give_back(pool_here(), std::move(s));
-      return out;
-    }
-    if (!reused || out.gateway_status == 504) return out;
+    const bool ok = call_once(s, request, out);
+    if (!ok) s.close();
+    give_back(pool, std::move(s));
+    if (ok || !reused || out.gateway_status == 504) return out;
   }
   return out;
 }

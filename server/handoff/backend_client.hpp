@@ -2,11 +2,11 @@
 // carrier (pool mode: one shared pool, since its fibers have no carrier).
 #pragma once
 
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "runtime/io.hpp"
+#include "runtime/sync.hpp"
 #include "server/handoff/config.hpp"
 
 namespace platoon::server {
@@ -25,13 +25,17 @@ class BackendClient {
   size_t idle_connections() const;
 
  private:
+  // At most `max_backend_connections` connections per pool, idle or busy; a fiber that finds
+  // none waits for one to come back (fiber mutex and condition: waiting parks the fiber).
   struct Pool {
-    std::mutex mu;  // held for a push or pop only, never across I/O
+    rt::Mutex mu;
+    rt::CondVar returned;
     std::vector<rt::Socket> idle;
+    size_t open = 0;
   };
   Pool& pool_here();
   rt::Socket take(Pool& p, bool& reused, int& err);
-  void give_back(Pool& p, rt::Socket s);
+  void give_back(Pool& p, rt::Socket s);  // an invalid socket: it was closed
   bool call_once(rt::Socket& s, const std::string& request, BackendReply& out);
 
   const Config& cfg_;

@@ -20,7 +20,7 @@ struct Config {
   std::chrono::milliseconds idle_timeout{60000};    // keep-alive connection with no request
   std::chrono::milliseconds request_timeout{10000}; // a started request must arrive in full
   size_t max_header_bytes = 8192;
-  size_t max_backend_connections = 256;             // idle keep-alive connections kept per pool
+  size_t max_backend_connections = 1024;            // per pool (carrier), idle or busy
   rt::Options runtime;
 };
 

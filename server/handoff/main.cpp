@@ -23,12 +23,23 @@ bool split_host_port(const std::string& s, std::string& host, uint16_t& port) {
   return !host.empty();
 }
 
+// 10,000 clients plus their backend connections: raise the soft limit to the hard one, and
+// the hard one too when allowed (root), up to the kernel's nr_open.
 void raise_fd_limit() {
   rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  rlim_t want = 262144;
+  if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
+    unsigned long nr = 0;
+    if (std::fscanf(f, "%lu", &nr) == 1 && nr < want) want = nr;
+    std::fclose(f);
   }
+  if (rl.rlim_max < want) {
+    rlimit more{want, want};
+    if (setrlimit(RLIMIT_NOFILE, &more) == 0) return;
+  }
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
 }
 }  // namespace
 
@@ -62,6 +73,7 @@ int main(int argc, char** argv) {
   app.add_option("--backend-timeout-ms", backend_timeout_ms, "backend call timeout (then 504)")->check(CLI::Range(1, 3600000))->capture_default_str();
   app.add_option("--idle-timeout-ms", idle_timeout_ms, "close keep-alive connections idle this long")->check(CLI::Range(1, 86400000))->capture_default_str();
   app.add_option("--request-timeout-ms", request_timeout_ms, "a started request must arrive within this")->check(CLI::Range(1, 86400000))->capture_default_str();
+  app.add_option("--backend-connections", cfg.max_backend_connections, "backend connections per carrier (pool mode: in all)")->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--max-header-bytes", cfg.max_header_bytes, "larger request heads get 431")->check(CLI::Range(256, 1 << 20))->capture_default_str();
   app.add_option("--carrier-nice", carrier_nice, "nice value of carriers and workers")->check(CLI::Range(-20, 19));
   app.add_option("--poller-nice", poller_nice, "nice value of the master poller")->check(CLI::Range(-20, 19));
