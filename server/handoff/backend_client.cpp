@@ -28,6 +28,7 @@ rt::Socket BackendClient::take(Pool& p, bool& reused, int& err) {
       return s;
     }
     ++p.open;
+    open_total_.fetch_add(1, std::memory_order_relaxed);
   }
   reused = false;
   rt::Socket s = rt::Socket::connect_tcp(cfg_.backend_host, cfg_.backend_port, cfg_.connect_timeout, err);
@@ -38,14 +39,11 @@ rt::Socket BackendClient::take(Pool& p, bool& reused, int& err) {
 void BackendClient::give_back(Pool& p, rt::Socket s) {
   std::unique_lock lk(p.mu);
   if (s.valid()) p.idle.push_back(std::move(s));
-  else --p.open;
+  else {
+    --p.open;
+    open_total_.fetch_sub(1, std::memory_order_relaxed);
+  }
   p.returned.notify_one();
-}
-
-size_t BackendClient::idle_connections() const {
-  size_t n = 0;
-  for (auto& p : pools_) n += p.idle.size();  // a gauge; racy reads are fine
-  return n;
 }
 
 // One request/response on `s`. False when the connection failed before a whole response.

@@ -2,6 +2,8 @@
 // carrier (pool mode: one shared pool, since its fibers have no carrier).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,7 +24,7 @@ class BackendClient {
  public:
   BackendClient(const Config& cfg, int carriers);
   BackendReply get(const std::string& path);
-  size_t idle_connections() const;
+  int64_t open_connections() const { return open_total_.load(std::memory_order_relaxed); }
 
  private:
   // At most `max_backend_connections` connections per pool, idle or busy; a fiber that finds
@@ -40,6 +42,7 @@ class BackendClient {
 
   const Config& cfg_;
   std::vector<Pool> pools_;  // one per carrier, plus a shared one at the end
+  std::atomic<int64_t> open_total_{0};
 };
 
 }  // namespace platoon::server

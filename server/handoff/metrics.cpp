@@ -33,7 +33,7 @@ void scalar(std::string& out, const char* name, const char* type, const char* he
 }
 }  // namespace
 
-std::string prometheus_metrics(const rt::Runtime& rt, const ServerCounters& c) {
+std::string prometheus_metrics(const rt::Runtime& rt, const ServerCounters& c, int64_t backend_connections) {
   static const Family families[] = {
       {"platoon_carrier_cycles_total", "counter", "Carrier loop iterations (each starts with a poll).",
        [](const rt::CarrierStats& s) { return s.cycles; }},
@@ -83,6 +83,8 @@ std::string prometheus_metrics(const rt::Runtime& rt, const ServerCounters& c) {
   scalar(out, "platoon_connections_open", "gauge", "Client connections open.", static_cast<double>(c.connections_open.load()));
   scalar(out, "platoon_connections_accepted_total", "counter", "Client connections accepted.",
          static_cast<double>(c.connections_accepted.load()));
+  scalar(out, "platoon_backend_connections_open", "gauge", "Connections to the backend, idle or busy.",
+         static_cast<double>(backend_connections));
   scalar(out, "platoon_requests_total", "counter", "Requests parsed.", static_cast<double>(c.requests.load()));
   out += "# HELP platoon_responses_total Responses by status class.\n# TYPE platoon_responses_total counter\n";
   out += "platoon_responses_total{class=\"2xx\"} " + std::to_string(c.responses_2xx.load()) + "\n";

@@ -150,7 +150,7 @@ std::string Server::handle(const std::string& method, const std::string& url, bo
   };
   const std::string path = url.substr(0, url.find('?'));
   if (method != "GET") return answer(405, "text/plain", error_body("only GET is served"));
-  if (path == "/metrics") return answer(200, "text/plain; version=0.0.4", prometheus_metrics(*rt_, counters_));
+  if (path == "/metrics") return answer(200, "text/plain; version=0.0.4", prometheus_metrics(*rt_, counters_, backend_->open_connections()));
   if (path != "/fruits") return answer(404, "text/plain", error_body("not found: " + path));
 
   // The handoff: the blocking backend call and the JSON work run in their own fiber — on this
