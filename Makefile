@@ -98,7 +98,8 @@ $(RUNTIME_TESTS): $(RUNTIME_TEST_OBJ) $(RUNTIME_LIB)
 SERVER_TEST_SRC := $(wildcard tests/server/*_test.cpp)
 SERVER_TEST_OBJ := $(SERVER_TEST_SRC:%.cpp=$(OBJ)/%.o)
 SERVER_TESTS := $(if $(SERVER_TEST_SRC),$(BIN)/server_tests)
-$(BIN)/server_tests: $(SERVER_TEST_OBJ) $(SERVER_COMMON_LIB) $(RUNTIME_LIB)
+# The server tests start the programs from their own directory.
+$(BIN)/server_tests: $(SERVER_TEST_OBJ) $(SERVER_COMMON_LIB) $(RUNTIME_LIB) | $(SERVER_BINS)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) -o $@ $(SERVER_TEST_OBJ) $(SERVER_COMMON_LIB) $(RUNTIME_LIB) $(RUNTIME_LIBS) -lgtest -lgtest_main

@@ -40,6 +40,7 @@ class Connection {
   Connection* next = nullptr;
 
  private:
+  friend class Loop;  // arms slot timers with on_think_done
   static void on_readable(int fd, short what, void* arg);
   static void on_writable(int fd, short what, void* arg);
   static void on_think_done(int fd, short what, void* arg);

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,23 +13,23 @@ namespace {
 int open_one(const sockaddr_storage& addr, socklen_t len, std::string& error) {
   const int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    error = fmt::format("socket: {}", std::strerror(errno));
+    error = std::string("socket: ") + std::strerror(errno);
     return -1;
   }
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0) {
-    error = fmt::format("SO_REUSEPORT: {}", std::strerror(errno));
+    error = std::string("SO_REUSEPORT: ") + std::strerror(errno);
     close(fd);
     return -1;
   }
   if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
-    error = fmt::format("bind: {}", std::strerror(errno));
+    error = std::string("bind: ") + std::strerror(errno);
     close(fd);
     return -1;
   }
   if (listen(fd, SOMAXCONN) != 0) {
-    error = fmt::format("listen: {}", std::strerror(errno));
+    error = std::string("listen: ") + std::strerror(errno);
     close(fd);
     return -1;
   }
@@ -52,7 +51,7 @@ bool open_listeners(const std::string& host, uint16_t port, int count, Listeners
   hints.ai_flags = AI_PASSIVE;
   addrinfo* res = nullptr;
   if (const int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0) {
-    error = fmt::format("cannot resolve --host '{}': {}", host, gai_strerror(rc));
+    error = "cannot resolve --host '" + host + "': " + gai_strerror(rc);
     return false;
   }
   sockaddr_storage addr{};
@@ -65,7 +64,7 @@ bool open_listeners(const std::string& host, uint16_t port, int count, Listeners
   for (int i = 0; i < count; ++i) {
     const int fd = open_one(addr, len, error);
     if (fd < 0) {
-      error = fmt::format("{}:{}: {}", host, port, error);
+      error = host + ":" + std::to_string(port) + ": " + error;
       for (int f : out.fds) close(f);
       out.fds.clear();
       return false;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <thread>
 #include <vector>
@@ -13,7 +14,6 @@
 
 struct event;
 struct event_base;
-struct timeval;
 
 namespace platoon::mock {
 
@@ -75,6 +75,7 @@ class Loop {
   Connection* conns_ = nullptr;     // intrusive list of open connections
   int64_t cached_think_ns_ = -1;
   const timeval* cached_think_tv_ = nullptr;
+  timeval plain_think_tv_{};
   uint64_t rng_;
   LoopStats stats_;
 };

@@ -1,6 +1,5 @@
 #include "server/mock/responses.hpp"
 
-#include <fmt/format.h>
 
 #include "server/common/fruits.hpp"
 
@@ -20,9 +19,14 @@ std::string_view reason_phrase(int status) {
 }
 
 std::string make_response(int status, std::string_view content_type, std::string_view body, bool closing) {
-  return fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: {}\r\n\r\n{}", status,
-      reason_phrase(status), content_type, body.size(), closing ? "close" : "keep-alive", body);
+  std::string r;
+  r.reserve(128 + body.size());
+  r.append("HTTP/1.1 ").append(std::to_string(status)).append(" ").append(reason_phrase(status));
+  r.append("\r\nContent-Type: ").append(content_type);
+  r.append("\r\nContent-Length: ").append(std::to_string(body.size()));
+  r.append("\r\nConnection: ").append(closing ? "close" : "keep-alive");
+  r.append("\r\n\r\n").append(body);
+  return r;
 }
 
 namespace {

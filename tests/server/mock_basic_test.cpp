@@ -1,0 +1,665 @@
+// platoon-mock end to end: the real binary (next to this test binary) as a subprocess, talked to
+// over loopback with plain blocking sockets.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <arpa/inet.h>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <spawn.h>
+#include <string>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "server/common/fruits.hpp"
+#include "server/common/http_parser.hpp"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using platoon::http::Message;
+using platoon::http::Parser;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string mock_binary() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "platoon-mock";
+  std::string self(buf, static_cast<size_t>(n));
+  return self.substr(0, self.rfind('/') + 1) + "platoon-mock";
+}
+
+// The mock as a child process, with its stdout on a pipe.
+class MockProcess {
+ public:
+  // Starts the binary and waits (up to 5 s) for its "listening on HOST:PORT" line.
+  explicit MockProcess(const std::vector<std::string>& args) { spawn(args); }
+  ~MockProcess() {
+    if (pid_ > 0 && !exited_) stop(SIGKILL);
+    if (out_fd_ >= 0) close(out_fd_);
+  }
+
+  bool started() const { return port_ != 0; }
+  int port() const { return port_; }
+  pid_t pid() const { return pid_; }
+  const std::string& output() const { return output_; }
+
+  // Sends `sig` and returns the exit code (128+signal when killed, -1 when it would not die in 5 s).
+  int stop(int sig = SIGTERM) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, sig);
+    int status = 0;
+    const auto t0 = Clock::now();
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (ms_since(t0) > 5000) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &status, 0);
+        pid_ = -1;
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    pid_ = -1;
+    drain_output(0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  // Waits for the process to exit on its own (bad flags). Returns the exit code, -1 on timeout.
+  int wait_exit(int timeout_ms = 5000) {
+    int status = 0;
+    if (pid_ > 0 && exited_) {  // already reaped while waiting for the listening line
+      pid_ = -1;
+      return WIFEXITED(exited_status_) ? WEXITSTATUS(exited_status_) : 128 + WTERMSIG(exited_status_);
+    }
+    const auto t0 = Clock::now();
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (ms_since(t0) > timeout_ms) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    pid_ = -1;
+    drain_output(0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  void spawn(const std::vector<std::string>& args) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
+    const std::string bin = mock_binary();
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(bin.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    out_fd_ = fds[0];
+    if (pid_ <= 0) return;
+    const auto t0 = Clock::now();
+    while (ms_since(t0) < 5000) {
+      drain_output(50);
+      const auto at = output_.find("listening on ");
+      if (at != std::string::npos) {
+        const auto eol = output_.find('\n', at);
+        if (eol == std::string::npos) continue;
+        const auto colon = output_.rfind(':', eol);
+        port_ = std::stoi(output_.substr(colon + 1, eol - colon - 1));
+        return;
+      }
+      int status;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {  // died early (bad flags)
+        exited_ = true;
+        exited_status_ = status;
+        drain_output(0);
+        return;
+      }
+    }
+  }
+
+  void drain_output(int timeout_ms) {
+    pollfd p{out_fd_, POLLIN, 0};
+    while (poll(&p, 1, timeout_ms) > 0) {
+      char buf[4096];
+      const ssize_t n = read(out_fd_, buf, sizeof buf);
+      if (n <= 0) break;
+      output_.append(buf, static_cast<size_t>(n));
+      timeout_ms = 0;
+    }
+  }
+
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int port_ = 0;
+  bool exited_ = false;
+  int exited_status_ = 0;
+  std::string output_;
+};
+
+// A blocking HTTP/1.1 client connection with a 5 s receive timeout.
+class Client {
+ public:
+  explicit Client(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      close(fd_);
+      fd_ = -1;
+      return;
+    }
+    const int one = 1;
+    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    timeval tv{5, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~Client() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Client(Client&& o) noexcept : fd_(o.fd_), pending_(std::move(o.pending_)) { o.fd_ = -1; }
+  Client(const Client&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+
+  bool send_all(const std::string& s) {
+    size_t off = 0;
+    while (off < s.size()) {
+      const ssize_t n = send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  bool get(const std::string& path, const std::string& extra_headers = "") {
+    return send_all("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers + "\r\n");
+  }
+
+  // Reads one response. False on EOF, timeout or a malformed response. `raw` gets its bytes.
+  bool read_response(Message& out, std::string* raw = nullptr) {
+    if (raw) raw->clear();
+    for (;;) {
+      if (!pending_.empty()) {
+        size_t used = 0;
+        const Parser::Status st = parser_.parse(pending_.data(), pending_.size(), used);
+        if (raw) raw->append(pending_, 0, used);
+        pending_.erase(0, used);
+        if (st == Parser::Status::message) {
+          out = parser_.message();
+          return true;
+        }
+        if (st == Parser::Status::error) return false;
+      }
+      char buf[16384];
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) return false;
+      pending_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  // True when the server closed the connection (EOF or reset) within the receive timeout with
+  // nothing more to read.
+  bool closed_by_peer() {
+    if (!pending_.empty()) return false;
+    char c;
+    const ssize_t n = recv(fd_, &c, 1, 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+  }
+
+ private:
+  int fd_ = -1;
+  Parser parser_{Parser::Kind::response};
+  std::string pending_;
+};
+
+// Starts the mock; ASSERTs it came up. Tests then stop it and check it exits 0.
+#define START_MOCK(var, ...)                                                      \
+  MockProcess var(std::vector<std::string>{"--port", "0", __VA_ARGS__});          \
+  ASSERT_TRUE(var.started()) << "platoon-mock did not start: " << var.output()
+
+void expect_fruits(const Message& m) {
+  EXPECT_EQ(m.status, 200);
+  EXPECT_EQ(m.content_type, "application/json");
+  EXPECT_EQ(m.body, platoon::fruits::backend_body());
+}
+
+TEST(MockBasic, FruitsBodyAndHeaders) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0");
+  Client c(mock.port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.get("/fruits"));
+  Message m;
+  std::string raw;
+  ASSERT_TRUE(c.read_response(m, &raw));
+  expect_fruits(m);
+  EXPECT_TRUE(m.keep_alive);
+  EXPECT_EQ(raw.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << raw;
+  EXPECT_NE(raw.find("\r\nContent-Type: application/json\r\n"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("\r\nContent-Length: " + std::to_string(platoon::fruits::backend_body().size()) + "\r\n"),
+            std::string::npos)
+      << raw;
+  EXPECT_NE(raw.find("\r\nConnection: keep-alive\r\n"), std::string::npos) << raw;
+  // A query string does not change the route.
+  ASSERT_TRUE(c.get("/fruits?x=1"));
+  ASSERT_TRUE(c.read_response(m));
+  expect_fruits(m);
+  // Health.
+  ASSERT_TRUE(c.get("/health"));
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_EQ(m.status, 200);
+  EXPECT_EQ(m.body, "ok");
+  EXPECT_EQ(mock.stop(), 0) << mock.output();
+  EXPECT_NE(mock.output().find("listening on 127.0.0.1:" + std::to_string(mock.port())), std::string::npos);
+}
+
+TEST(MockBasic, ThinkTimeRespected) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "20");
+  Client c(mock.port());
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = Clock::now();
+    ASSERT_TRUE(c.get("/fruits"));
+    Message m;
+    ASSERT_TRUE(c.read_response(m));
+    const double ms = ms_since(t0);
+    expect_fruits(m);
+    EXPECT_GE(ms, 20.0);
+    EXPECT_LT(ms, 500.0);
+  }
+  // /health does not think.
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(c.get("/health"));
+  Message m;
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_LT(ms_since(t0), 15.0);
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockBasic, FractionalThinkTime) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0.5");
+  Client c(mock.port());
+  ASSERT_TRUE(c.ok());
+  double best = 1e9;
+  for (int i = 0; i < 20; ++i) {
+    const auto t0 = Clock::now();
+    ASSERT_TRUE(c.get("/fruits"));
+    Message m;
+    ASSERT_TRUE(c.read_response(m));
+    const double ms = ms_since(t0);
+    EXPECT_EQ(m.status, 200);
+    EXPECT_GE(ms, 0.5);
+    best = std::min(best, ms);
+  }
+  // Precise timers: 0.5 ms is not rounded up to libevent's coarse 4 ms clock (nor to 1 ms).
+  EXPECT_LT(best, 1.0);
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+// 100 requests in flight on one loop thread with a 1 ms think time finish in about 1 ms, not
+// 100 ms: the think time is a timer per response, never a sleep.
+TEST(MockBasic, ConcurrentThinkTimesAreTimersNotSleeps) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "1");
+  std::vector<Client> clients;
+  for (int i = 0; i < 100; ++i) {
+    clients.emplace_back(mock.port());
+    ASSERT_TRUE(clients.back().ok());
+  }
+  double best = 1e9;
+  for (int attempt = 0; attempt < 3; ++attempt) {  // best of 3: the machine may be busy
+    const auto t0 = Clock::now();
+    for (auto& c : clients) ASSERT_TRUE(c.get("/fruits"));
+    for (auto& c : clients) {
+      Message m;
+      ASSERT_TRUE(c.read_response(m));
+      ASSERT_EQ(m.status, 200);
+    }
+    const double ms = ms_since(t0);
+    EXPECT_GE(ms, 1.0);
+    best = std::min(best, ms);
+  }
+  EXPECT_LT(best, 20.0) << "100 concurrent 1 ms think times took " << best << " ms";
+  std::printf("100 concurrent requests, 1 ms think time, 1 loop: %.2f ms (best of 3)\n", best);
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockBasic, PipelinedRequestsAnsweredInOrder) {
+  // The think time delays /fruits but not /health or 404s: order must still be request order.
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "5");
+  Client c(mock.port());
+  ASSERT_TRUE(c.ok());
+  const std::string req = "GET /fruits HTTP/1.1\r\nHost: x\r\n\r\n"
+                          "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+                          "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                          "GET /fruits HTTP/1.1\r\nHost: x\r\n\r\n"
+                          "POST /fruits HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                          "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_TRUE(c.send_all(req));
+  Message m;
+  ASSERT_TRUE(c.read_response(m));
+  expect_fruits(m);
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_EQ(m.status, 404);
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_EQ(m.status, 200);
+  EXPECT_EQ(m.body, "ok");
+  ASSERT_TRUE(c.read_response(m));
+  expect_fruits(m);
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_EQ(m.status, 405);
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_EQ(m.body, "ok");
+
+  // Many pipelined in one write, think time 5 ms each but all concurrent.
+  std::string many;
+  for (int i = 0; i < 200; ++i) many += (i % 2 ? "GET /health HTTP/1.1\r\n\r\n" : "GET /fruits HTTP/1.1\r\n\r\n");
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(c.send_all(many));
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(c.read_response(m)) << i;
+    if (i % 2)
+      ASSERT_EQ(m.body, "ok") << i;
+    else
+      ASSERT_EQ(m.body, platoon::fruits::backend_body()) << i;
+  }
+  EXPECT_LT(ms_since(t0), 1000.0);
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockBasic, RequestSplitAcrossWrites) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0");
+  Client c(mock.port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.send_all("GET /fru"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(c.send_all("its HTTP/1.1\r\nHost: x\r"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(c.send_all("\n\r\nGET /health HTTP/1.1\r\n\r\n"));
+  Message m;
+  ASSERT_TRUE(c.read_response(m));
+  expect_fruits(m);
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_EQ(m.body, "ok");
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockBasic, NotFoundKeepsConnection) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0");
+  Client c(mock.port());
+  ASSERT_TRUE(c.ok());
+  Message m;
+  ASSERT_TRUE(c.get("/nothing/here"));
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_EQ(m.status, 404);
+  EXPECT_TRUE(m.keep_alive);
+  ASSERT_TRUE(c.get("/fruits"));
+  ASSERT_TRUE(c.read_response(m));
+  expect_fruits(m);
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockBasic, MalformedGets400AndClose) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0");
+  {
+    Client c(mock.port());
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c.send_all("THIS IS NOT HTTP\r\n\r\n"));
+    Message m;
+    ASSERT_TRUE(c.read_response(m));
+    EXPECT_EQ(m.status, 400);
+    EXPECT_FALSE(m.keep_alive);
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  {
+    // Answers owed before the garbage still come first, in order.
+    Client c(mock.port());
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c.send_all("GET /fruits HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nBad Header\r\n\r\n"));
+    Message m;
+    ASSERT_TRUE(c.read_response(m));
+    expect_fruits(m);
+    ASSERT_TRUE(c.read_response(m));
+    EXPECT_EQ(m.status, 400);
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  {
+    Client c(mock.port());
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE(c.send_all("GET /fruits HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n"));
+    Message m;
+    ASSERT_TRUE(c.read_response(m));
+    EXPECT_EQ(m.status, 431);
+    EXPECT_TRUE(c.closed_by_peer());
+  }
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockBasic, ConnectionCloseHonoured) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "2");
+  Client c(mock.port());
+  ASSERT_TRUE(c.ok());
+  // Requests after the one that asked to close are not answered.
+  ASSERT_TRUE(c.send_all("GET /fruits HTTP/1.1\r\nConnection: close\r\n\r\nGET /health HTTP/1.1\r\n\r\n"));
+  Message m;
+  std::string raw;
+  ASSERT_TRUE(c.read_response(m, &raw));
+  expect_fruits(m);
+  EXPECT_FALSE(m.keep_alive);
+  EXPECT_NE(raw.find("\r\nConnection: close\r\n"), std::string::npos) << raw;
+  EXPECT_TRUE(c.closed_by_peer());
+
+  // HTTP/1.0 without keep-alive closes too.
+  Client c10(mock.port());
+  ASSERT_TRUE(c10.send_all("GET /fruits HTTP/1.0\r\n\r\n"));
+  ASSERT_TRUE(c10.read_response(m));
+  expect_fruits(m);
+  EXPECT_TRUE(c10.closed_by_peer());
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockBasic, HalfClosedClientStillAnswered) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "3");
+  Client c(mock.port());
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE(c.send_all("GET /fruits HTTP/1.1\r\n\r\nGET /fruits HTTP/1.1\r\n\r\n"));
+  shutdown(c.fd(), SHUT_WR);
+  Message m;
+  ASSERT_TRUE(c.read_response(m));
+  expect_fruits(m);
+  ASSERT_TRUE(c.read_response(m));
+  expect_fruits(m);
+  EXPECT_TRUE(c.closed_by_peer());
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockBasic, KeepAliveManyRequestsOnOneConnection) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0");
+  Client c(mock.port());
+  ASSERT_TRUE(c.ok());
+  for (int i = 0; i < 2000; ++i) {
+    ASSERT_TRUE(c.get("/fruits"));
+    Message m;
+    ASSERT_TRUE(c.read_response(m)) << i;
+    ASSERT_EQ(m.status, 200) << i;
+    ASSERT_EQ(m.body.size(), platoon::fruits::backend_body().size()) << i;
+  }
+  EXPECT_EQ(mock.stop(), 0);
+  EXPECT_NE(mock.output().find("1 connections, 2000 requests, 2000 responses"), std::string::npos) << mock.output();
+}
+
+TEST(MockBasic, AdminThinkChangesDelay) {
+  START_MOCK(mock, "--threads", "2", "--think-time-ms", "0");
+  Client c(mock.port());
+  ASSERT_TRUE(c.ok());
+  auto fruits_ms = [&] {
+    const auto t0 = Clock::now();
+    EXPECT_TRUE(c.get("/fruits"));
+    Message m;
+    EXPECT_TRUE(c.read_response(m));
+    EXPECT_EQ(m.status, 200);
+    return ms_since(t0);
+  };
+  EXPECT_LT(fruits_ms(), 15.0);
+  Message m;
+  // Set from another connection (possibly another loop): every loop sees it.
+  {
+    Client admin(mock.port());
+    ASSERT_TRUE(admin.get("/admin/think?ms=40"));
+    ASSERT_TRUE(admin.read_response(m));
+    EXPECT_EQ(m.status, 200);
+    EXPECT_EQ(m.body, "think-time-ms 40\n");
+  }
+  EXPECT_GE(fruits_ms(), 40.0);
+  ASSERT_TRUE(c.get("/admin/think"));
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_EQ(m.body, "think-time-ms 40\n");
+  ASSERT_TRUE(c.get("/admin/think?ms=bogus"));
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_EQ(m.status, 400);
+  EXPECT_TRUE(m.keep_alive);
+  ASSERT_TRUE(c.get("/admin/think?ms=0.25"));
+  ASSERT_TRUE(c.read_response(m));
+  EXPECT_EQ(m.body, "think-time-ms 0.25\n");
+  const double fast = fruits_ms();
+  EXPECT_GE(fast, 0.25);
+  EXPECT_LT(fast, 15.0);
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+std::vector<std::string> thread_names(pid_t pid) {
+  std::vector<std::string> names;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return names;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream f(dir + "/" + e->d_name + "/comm");
+    std::string name;
+    if (std::getline(f, name)) names.push_back(name);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(MockBasic, ThreadsFlagGivesThatManyLoops) {
+  START_MOCK(mock, "--threads", "2", "--think-time-ms", "1");
+  std::vector<std::string> loops;
+  for (const auto& n : thread_names(mock.pid()))
+    if (n.rfind("mock-loop-", 0) == 0) loops.push_back(n);
+  EXPECT_EQ(loops, (std::vector<std::string>{"mock-loop-0", "mock-loop-1"}));
+  // Both listeners serve: many connections, all answered.
+  for (int i = 0; i < 20; ++i) {
+    Client c(mock.port());
+    ASSERT_TRUE(c.get("/fruits"));
+    Message m;
+    ASSERT_TRUE(c.read_response(m));
+    EXPECT_EQ(m.status, 200);
+  }
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockBasic, BadFlagsExitTwoWithOneLine) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--threads", "0"}, {"--bogus"}, {"--think-time-ms", "-1"}, {"--fail-rate", "1.5"}, {"--port", "x"}}) {
+    MockProcess p(args);
+    EXPECT_FALSE(p.started());
+    EXPECT_EQ(p.wait_exit(), 2) << args[0];
+    const std::string out = p.output();
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    EXPECT_EQ(out.rfind("platoon-mock: ", 0), 0u) << out;
+  }
+}
+
+TEST(MockBasic, SigintStopsCleanly) {
+  START_MOCK(mock, "--threads", "2", "--think-time-ms", "50");
+  // A request in flight (its timer pending) does not hold up the stop.
+  Client c(mock.port());
+  ASSERT_TRUE(c.get("/fruits"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(mock.stop(SIGINT), 0) << mock.output();
+  EXPECT_NE(mock.output().find("SIGINT, stopped"), std::string::npos) << mock.output();
+}
+
+TEST(MockFaults, CloseAfterN) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0", "--close-after", "3");
+  Client c(mock.port());
+  Message m;
+  std::string raw;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.get("/fruits"));
+    ASSERT_TRUE(c.read_response(m, &raw));
+    expect_fruits(m);
+    EXPECT_EQ(m.keep_alive, i < 2) << i;
+  }
+  EXPECT_NE(raw.find("\r\nConnection: close\r\n"), std::string::npos) << raw;
+  EXPECT_TRUE(c.closed_by_peer());
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockFaults, CloseAfterNSilently) {
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0", "--close-after", "2", "--close-silently");
+  Client c(mock.port());
+  Message m;
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(c.get("/fruits"));
+    ASSERT_TRUE(c.read_response(m));
+    expect_fruits(m);
+    EXPECT_TRUE(m.keep_alive) << i;  // announced as keep-alive...
+  }
+  EXPECT_TRUE(c.closed_by_peer());  // ...but closed
+  EXPECT_EQ(mock.stop(), 0);
+}
+
+TEST(MockFaults, FailRate) {
+  {
+    START_MOCK(mock, "--threads", "1", "--think-time-ms", "0", "--fail-rate", "1");
+    Client c(mock.port());
+    Message m;
+    ASSERT_TRUE(c.get("/fruits"));
+    ASSERT_TRUE(c.read_response(m));
+    EXPECT_EQ(m.status, 500);
+    EXPECT_TRUE(m.keep_alive);
+    ASSERT_TRUE(c.get("/health"));  // only /fruits fails
+    ASSERT_TRUE(c.read_response(m));
+    EXPECT_EQ(m.status, 200);
+    EXPECT_EQ(mock.stop(), 0);
+  }
+  {
+    START_MOCK(mock, "--threads", "1", "--think-time-ms", "0", "--fail-rate", "0.5");
+    Client c(mock.port());
+    int failed = 0;
+    for (int i = 0; i < 400; ++i) {
+      Message m;
+      ASSERT_TRUE(c.get("/fruits"));
+      ASSERT_TRUE(c.read_response(m));
+      ASSERT_TRUE(m.status == 200 || m.status == 500) << m.status;
+      failed += m.status == 500;
+    }
+    EXPECT_GT(failed, 120);  // binomial(400, 0.5): mean 200, sd 10
+    EXPECT_LT(failed, 280);
+    EXPECT_EQ(mock.stop(), 0);
+  }
+}
+
+}  // namespace
