@@ -50,6 +50,7 @@ $(RUNTIME_LIB): $(RUNTIME_OBJ)
 # instrumentation and annotates the switches itself (see runtime/context.cpp).
 ifeq ($(SAN),thread)
 $(OBJ)/runtime/context.o: CXXFLAGS += -fno-sanitize=thread
+$(OBJ)/runtime/context.o: CPPFLAGS += -DPLATOON_TSAN_ANNOTATE
 endif
 
 # ---- server/: platoon-server, platoon-mock, platoon-load ----

@@ -198,6 +198,7 @@ uint32_t Carrier::drain() {
 bool Carrier::steal() {
   const bool may_steal = kind == Kind::worker || (kind == Kind::carrier && rt_.carrier_stealing());
   if (!may_steal) return false;
+  if (kind == Kind::carrier) rt_.thief_waking.store(false, std::memory_order_relaxed);
   auto& siblings = kind == Kind::worker ? rt_.workers : rt_.carriers;
   const size_t n = siblings.size();
   if (n < 2) return false;
@@ -226,7 +227,13 @@ bool Carrier::steal() {
 }
 
 bool Carrier::has_work() const {
-  return !runq_.empty() || inbox_->size() != 0 || rt_.stopping.load();
+  if (!runq_.empty() || inbox_->size() != 0 || rt_.stopping.load()) return true;
+  if (kind == Kind::carrier && rt_.carrier_stealing()) {
+    // A sibling's backlog that appeared as we announced sleep: steal it instead of sleeping.
+    for (const auto& c : rt_.carriers)
+      if (c.get() != this && c->backlog() != 0) return true;
+  }
+  return false;
 }
 
 // Announces sleep, checks once more for work (a waker that missed the flag pushed before
@@ -235,6 +242,7 @@ void Carrier::idle() {
   auto& idle_count = kind == Kind::worker ? rt_.idle_workers : rt_.idle_carriers;
   sleeping_.store(1, std::memory_order_seq_cst);
   idle_count.fetch_add(1);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with wake_thief's fence
   if (has_work()) {
     sleeping_.store(0);
     idle_count.fetch_sub(1);
@@ -267,15 +275,15 @@ bool Carrier::wake() {
 
 void Carrier::push_remote(Fiber* f) {
   inbox_->push(f);  // seq_cst: ordered before the sleeping_ check in wake()
-  if (!wake() && rt_.carrier_stealing() && kind == Kind::carrier) rt_.wake_thief(this);
+  if (!wake() && rt_.carrier_stealing() && kind == Kind::carrier) rt_.wake_thief(this);  // it is busy
 }
 
 void Carrier::push_local(Fiber* f) {
   runq_.push(f);
   if (kind == Kind::worker) {
     rt_.wake_worker();  // like ForkJoinPool's signalWork: new work wakes an idle worker
-  } else if (rt_.carrier_stealing() && runq_.size() >= 2) {
-    rt_.wake_thief(this);
+  } else if (rt_.carrier_stealing() && running_) {
+    rt_.wake_thief(this);  // queued behind the fiber running now
   }
 }
 

@@ -1,5 +1,6 @@
 // Every Boost.Context operation of the runtime: creating, resuming, switching out of and
-// unwinding a fiber. Kept in one file because under ThreadSanitizer it is built without
+// unwinding a fiber. The carrier stores the fiber's suspended context itself when its resume()
+// returns, so no resume_with hook is needed to publish it after the switch. Kept in one file because under ThreadSanitizer it is built without
 // instrumentation (see the Makefile): TSan's shadow call stack follows function entries and
 // exits, and a call that enters on one stack and returns on another would corrupt it. Here the
 // TSan fiber switch happens with no instrumented frame open across the jump.
@@ -54,18 +55,16 @@ void Fiber::make_context() {
 void Fiber::resume(const san::StackId& self, void** self_fake_stack) {
   resumer = &self;
   san::start_switch(self_fake_stack, stack_id);
-  // ctx is moved out here and refilled by switch_out's resume_with, on this stack.
-  boost::context::fiber back = std::move(ctx).resume();
+  // Returns once the fiber switched out: with its suspended context (empty when it finished),
+  // stored here, on the carrier's stack, before the carrier publishes the fiber anywhere.
+  ctx = std::move(ctx).resume();
   san::finish_switch(*self_fake_stack);
 }
 
 void Fiber::switch_out(SwitchAction a) {
   action = a;
   san::start_switch(&asan_fake_stack, *resumer);
-  sched = std::move(sched).resume_with([this](boost::context::fiber&& me) {
-    ctx = std::move(me);
-    return boost::context::fiber{};
-  });
+  sched = std::move(sched).resume();  // returns with the context of whichever carrier resumes us
   san::finish_switch(asan_fake_stack);
 }
 

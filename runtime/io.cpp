@@ -70,31 +70,26 @@ Socket::Socket(int fd) : fd_(fd), st_(std::make_unique<IoWaitState>()) {
 
 Socket::~Socket() { close(); }
 
-Socket::Socket(Socket&& o) noexcept
-    : fd_(std::exchange(o.fd_, -1)), st_(std::move(o.st_)), ev_(std::exchange(o.ev_, nullptr)),
-      base_(std::exchange(o.base_, nullptr)) {}
+Socket::Socket(Socket&& o) noexcept : fd_(std::exchange(o.fd_, -1)), st_(std::move(o.st_)) {}
 
 Socket& Socket::operator=(Socket&& o) noexcept {
   if (this != &o) {
     close();
     fd_ = std::exchange(o.fd_, -1);
     st_ = std::move(o.st_);
-    ev_ = std::exchange(o.ev_, nullptr);
-    base_ = std::exchange(o.base_, nullptr);
   }
   return *this;
 }
 
 void Socket::close() {
-  if (ev_) {
-    event_free(ev_);  // waits for a callback running on another thread to finish
-    ev_ = nullptr;
+  if (st_) {
+    if (event* ev = st_->ev.exchange(nullptr)) event_free(ev);  // waits for a callback running elsewhere
+    st_->base.store(nullptr);
   }
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
   }
-  base_ = nullptr;
 }
 
 uint16_t Socket::local_port() const {
@@ -105,11 +100,20 @@ uint16_t Socket::local_port() const {
 }
 
 void Socket::ensure_registered() {
-  if (ev_) return;
+  if (st_->ev.load(std::memory_order_acquire)) return;
   Fiber* me = this_fiber::self();
-  base_ = me->runtime->io_base_for_current();
-  ev_ = event_new(base_, fd_, EV_READ | EV_WRITE | EV_ET | EV_PERSIST, on_ready, st_.get());
-  if (!ev_ || event_add(ev_, nullptr) != 0) throw std::runtime_error("cannot watch a socket (event_add)");
+  event_base* base = me->runtime->io_base_for_current();
+  event* mine = event_new(base, fd_, EV_READ | EV_WRITE | EV_ET | EV_PERSIST, on_ready, st_.get());
+  if (!mine) throw std::runtime_error("cannot watch a socket (event_new)");
+  event* expected = nullptr;
+  if (!st_->ev.compare_exchange_strong(expected, mine, std::memory_order_acq_rel)) {
+    event_free(mine);  // another fiber registered it first
+    return;
+  }
+  st_->base.store(base);
+  // The edge of readiness present at add time is reported (epoll ET), so a waiter that lost
+  // the race above still sees its sequence move.
+  if (event_add(mine, nullptr) != 0) throw std::runtime_error("cannot watch a socket (event_add)");
 }
 
 bool Socket::wait(Dir dir, uint64_t seen, uint64_t deadline_ns) {

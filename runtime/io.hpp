@@ -36,7 +36,10 @@ struct IoResult {
 struct IoWaitState {
   std::atomic<uint64_t> read_seq{0}, write_seq{0};  // bumped by each readiness edge
   std::atomic<Fiber*> read_waiter{nullptr}, write_waiter{nullptr};
-  std::atomic<bool> closed{false};
+  // The fd's one registration, made by the first fiber that waits on it. A reader and a
+  // writer may race to make it: the first to publish wins, the other frees its own.
+  std::atomic<event*> ev{nullptr};
+  std::atomic<event_base*> base{nullptr};
 };
 
 class Socket {
@@ -63,7 +66,7 @@ class Socket {
   uint16_t local_port() const;
   void close();
   // Which loop watches this fd (null until the first wait).
-  event_base* watched_by() const { return base_; }
+  event_base* watched_by() const { return st_ ? st_->base.load() : nullptr; }
 
  private:
   enum class Dir { read, write };
@@ -72,9 +75,7 @@ class Socket {
   void ensure_registered();
 
   int fd_ = -1;
-  std::unique_ptr<IoWaitState> st_;
-  event* ev_ = nullptr;          // owned: freed in close()
-  event_base* base_ = nullptr;
+  std::unique_ptr<IoWaitState> st_;  // owns the registration: freed in close()
 };
 
 std::string errno_message(int err);

@@ -145,11 +145,18 @@ void RuntimeImpl::wake_worker() {
     if (w.get() != current_carrier() && w->wake()) return;
 }
 
+// Like Go's wakep: new work on a carrier that is busy wakes one idle sibling to steal it, and
+// only one such wakeup is outstanding at a time (the thief clears thief_waking when it has
+// looked). The fence pairs with the one in Carrier::idle(): either we see the thief idle, or
+// it sees our backlog before it sleeps.
 void RuntimeImpl::wake_thief(const Carrier* busy) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (idle_carriers.load(std::memory_order_seq_cst) == 0) return;
-  if (busy->backlog() < 2) return;  // one queued fiber: its carrier will get to it
+  if (busy->backlog() == 0) return;
+  if (thief_waking.exchange(true)) return;
   for (auto& c : carriers)
     if (c.get() != busy && c.get() != current_carrier() && c->wake()) return;
+  thief_waking.store(false);
 }
 
 event_base* RuntimeImpl::io_base_for_current() {

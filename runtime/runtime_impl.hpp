@@ -29,6 +29,7 @@ struct RuntimeImpl {
   std::atomic<bool> stopping{false};
   std::atomic<uint32_t> idle_carriers{0};
   std::atomic<uint32_t> idle_workers{0};
+  std::atomic<bool> thief_waking{false};  // a thief was woken and has not looked yet (one at a time)
   std::atomic<uint32_t> round_robin{0};
   // Fibers spawned or finished on threads that are not carriers (carriers count their own).
   std::atomic<uint64_t> outside_spawned{0}, outside_finished{0};

@@ -8,7 +8,9 @@
 #define PLATOON_ASAN 1
 #include <sanitizer/asan_interface.h>
 #endif
-#if defined(__SANITIZE_THREAD__)
+// context.cpp is built without TSan instrumentation (so __SANITIZE_THREAD__ is unset there)
+// but must still announce its switches: the Makefile defines PLATOON_TSAN_ANNOTATE for it.
+#if defined(__SANITIZE_THREAD__) || defined(PLATOON_TSAN_ANNOTATE)
 #define PLATOON_TSAN 1
 #include <sanitizer/tsan_interface.h>
 #endif

@@ -15,13 +15,14 @@ void wait_for_wake(Waiter& w) {
 }
 
 void Mutex::lock() {
+  Fiber* me = this_fiber::self();  // throws outside a fiber: before the spin lock is taken
   guard_.lock();
   if (!locked_) {
     locked_ = true;
     guard_.unlock();
     return;
   }
-  Waiter w{this_fiber::self()};
+  Waiter w{me};
   waiters_.add(&w);
   guard_.unlock();
   wait_for_wake(w);  // woken by unlock() with the mutex already ours

@@ -1,5 +1,6 @@
 // Fiber synchronisation: a mutex, a condition variable and a bounded channel. Waiting parks the
-// fiber (never the carrier thread). Usable across carriers and from pool workers.
+// fiber (never the carrier thread). Usable across carriers and from pool workers, from fibers
+// only: lock/wait from a plain thread throws std::logic_error.
 #pragma once
 
 #include <atomic>

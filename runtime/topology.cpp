@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <sched.h>
+#include <unistd.h>
 #include <string>
 
 namespace platoon::rt {
@@ -10,7 +11,9 @@ std::vector<int> allowed_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
   std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  // getpid(): the main thread's set, which taskset gave the process; the calling thread may
+  // have been pinned narrower.
+  if (sched_getaffinity(getpid(), sizeof set, &set) != 0) return cpus;
   for (int i = 0; i < CPU_SETSIZE; ++i)
     if (CPU_ISSET(i, &set)) cpus.push_back(i);
   return cpus;

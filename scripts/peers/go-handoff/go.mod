@@ -1,0 +1,3 @@
+module platoon/peers/go-handoff
+
+go 1.19
