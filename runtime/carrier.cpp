@@ -189,7 +189,7 @@ uint32_t Carrier::drain() {
 // Stealing policy (carrier mode with work_stealing, and pool workers always):
 //  - when: only when a whole round found no I/O and no fibers of its own;
 //  - which victim: siblings of the same kind, the ones sharing our last-level cache first,
-//    starting at a random one;
+//    starting at a random one; a carrier only while it is inside a fiber (pool workers always);
 //  - how many: half of the victim's stealable run queue (at least one); if that is empty, half
 //    of a carrier victim's inbox (fibers handed to it that it has not picked up, e.g. because
 //    it is stuck in a long fiber);
@@ -207,7 +207,9 @@ bool Carrier::steal() {
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t k = 0; k < n; ++k) {
       Carrier* v = siblings[(first + k) % n].get();
-      if (v == this) continue;
+      // Carriers are robbed only while they are inside a fiber: a carrier that is polling or
+      // waking up will run its own queue next, and its fibers' affinity is worth keeping.
+      if (v == this || (v->kind == Kind::carrier && !v->busy())) continue;
       const bool near = llc.empty() || v->llc == llc;
       if (near != (pass == 0)) continue;
       uint32_t taken = v->runq_.steal_half([this](Fiber* f) { runq_.push(f); });
@@ -231,7 +233,7 @@ bool Carrier::has_work() const {
   if (kind == Kind::carrier && rt_.carrier_stealing()) {
     // A sibling's backlog that appeared as we announced sleep: steal it instead of sleeping.
     for (const auto& c : rt_.carriers)
-      if (c.get() != this && c->backlog() != 0) return true;
+      if (c.get() != this && c->busy() && c->backlog() != 0) return true;
   }
   return false;
 }
@@ -282,17 +284,17 @@ void Carrier::push_local(Fiber* f) {
   runq_.push(f);
   if (kind == Kind::worker) {
     rt_.wake_worker();  // like ForkJoinPool's signalWork: new work wakes an idle worker
-  } else if (rt_.carrier_stealing() && running_) {
+  } else if (rt_.carrier_stealing() && busy()) {
     rt_.wake_thief(this);  // queued behind the fiber running now
   }
 }
 
 void Carrier::run(Fiber* f) {
   if (f->home && f->home != this) stats_.off_home_runs.add();
-  running_ = f;
+  running_.store(f, std::memory_order_relaxed);
   f->state.store(FiberState::running, std::memory_order_release);
   f->resume(stack_id_, &asan_fake_stack_);
-  running_ = nullptr;
+  running_.store(nullptr, std::memory_order_relaxed);
   after_switch_out(f);
 }
 

@@ -50,7 +50,9 @@ class Carrier {
 
   // The carrier's own thread.
   void push_local(Fiber* f);
-  Fiber* running() const { return running_; }
+  Fiber* running() const { return running_.load(std::memory_order_relaxed); }
+  // Any thread: the carrier is inside a fiber right now (a thief's cue: its queue waits).
+  bool busy() const { return running_.load(std::memory_order_relaxed) != nullptr; }
   void note_io_event() { ++io_events_now_; }
   std::vector<Fiber*>& fiber_cache() { return fiber_cache_; }
   LiveCarrierStats& live_stats() { return stats_; }
@@ -83,7 +85,7 @@ class Carrier {
   EventPtr wake_ev_;
   int wake_fd_ = -1;             // eventfd, carriers and event loops
   alignas(64) std::atomic<uint32_t> sleeping_{0};  // futex word for workers
-  Fiber* running_ = nullptr;
+  std::atomic<Fiber*> running_{nullptr};  // written by the carrier, read by thieves
   uint32_t io_events_now_ = 0;
   uint32_t last_drain_ = 0;
   uint64_t budget_ns_;
