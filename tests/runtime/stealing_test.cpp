@@ -221,6 +221,9 @@ TEST(StealingTest, StolenFiberGoesHomeAfterPark) {
     r.go.store(true);
     rt::unpark(r.self.load());
     if (!resumed.wait_at_least(static_cast<uint32_t>(i + 1), 5s)) { all_resumed = false; break; }
+    // Let carrier 0 leave this fiber before the next unpark: work queued behind a running
+    // fiber may be stolen by policy, and this test is about where a parked fiber resumes.
+    std::this_thread::sleep_for(5ms);
   }
   runtime.shutdown();
   const auto stats = runtime.stats();
