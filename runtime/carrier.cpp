@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/budget_clock.hpp"
 #include "runtime/fiber.hpp"
 #include "runtime/probes.hpp"
 #include "runtime/runtime_impl.hpp"
@@ -66,7 +67,7 @@ Carrier::Carrier(RuntimeImpl& rt, Kind k, int idx, int pinned_cpu)
     : kind(k), index(idx), cpu(pinned_cpu), rt_(rt),
       runq_(k == Kind::worker || rt.carrier_stealing()),
       inbox_(k == Kind::worker ? &rt.pool_submissions : &own_inbox_),
-      budget_ns_(static_cast<uint64_t>(rt.opts.budget.count()) * 1000),
+      budget_ticks_(BudgetClock::get().ticks_for_ns(static_cast<uint64_t>(rt.opts.budget.count()) * 1000)),
       rng_(0x9e3779b9u * static_cast<uint32_t>(idx + 1)) {
   const char* base_name = k == Kind::carrier ? "carrier" : k == Kind::event_loop ? "eventloop" : "worker";
   name = std::string(base_name) + "-" + std::to_string(idx);
@@ -168,21 +169,20 @@ uint32_t Carrier::drain() {
   stats_.queue_depth_hwm.max(depth);
   PLATOON_PROBE2(drain_start, index, depth);
   const uint64_t start = now_ns();
-  const uint64_t deadline = start + budget_ns_;
-  uint64_t now = start;
+  const BudgetClock& clock = BudgetClock::get();
+  const uint64_t deadline = clock.now() + budget_ticks_;
   uint32_t ran = 0;
   while (Fiber* f = runq_.pop()) {
     run(f);
     ++ran;
-    now = now_ns();
-    if (now >= deadline) {
+    if (clock.now() >= deadline) {
       if (!runq_.empty()) stats_.budget_cuts.add();
       break;
     }
   }
   stats_.fibers_run.add(ran);
   last_drain_ = ran;
-  PLATOON_PROBE3(drain_end, index, ran, now - start);
+  if (PLATOON_PROBE_ENABLED(drain_end)) STAP_PROBE3(platoon, drain_end, index, ran, now_ns() - start);
   return ran;
 }
 

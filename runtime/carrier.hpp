@@ -88,7 +88,7 @@ class Carrier {
   std::atomic<Fiber*> running_{nullptr};  // written by the carrier, read by thieves
   uint32_t io_events_now_ = 0;
   uint32_t last_drain_ = 0;
-  uint64_t budget_ns_;
+  uint64_t budget_ticks_;  // the drain budget in BudgetClock ticks
   uint32_t rng_;
   std::vector<Fiber*> fiber_cache_;
   san::StackId stack_id_;
