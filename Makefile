@@ -121,7 +121,7 @@ $(BENCH_BIN): $(BIN)/%: $(OBJ)/bench/%.o $(RUNTIME_LIB)
 	$(Q)$(CXX) $(LDFLAGS) -o $@ $< $(RUNTIME_LIB) $(RUNTIME_LIBS)
 
 # ---- compile ----
-$(OBJ)/%.o: %.cpp
+$(OBJ)/%.o: %.cpp Makefile
 	@mkdir -p $(@D)
 	$(call msg,CXX,$<)
 	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c -o $@ $<
