@@ -24,17 +24,15 @@
 
 #include "runtime/io.hpp"
 #include "runtime/runtime.hpp"
+#include "tests/runtime/support.hpp"
 
 namespace rt = platoon::rt;
 using namespace std::chrono_literals;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
+using platoon::test::kSanitized;
+
 
 uint64_t mono_ns() {
   timespec ts;

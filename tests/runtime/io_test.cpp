@@ -22,68 +22,24 @@
 
 #include "runtime/io.hpp"
 #include "runtime/runtime.hpp"
+#include "tests/runtime/support.hpp"
 
 namespace {
+
+using platoon::test::kSanitized;
+using platoon::test::Watchdog;
+using platoon::test::wait_until;
+using platoon::test::join_within;
 
 namespace rt = platoon::rt;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
 
 // Aborts the whole run if a test outlives `limit`: a hang must be a failure, never a stuck run.
-class Watchdog {
- public:
-  explicit Watchdog(std::chrono::seconds limit) : limit_(limit) {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    name_ = info ? std::string(info->test_suite_name()) + "." + info->name() : "?";
-    th_ = std::thread([this] {
-      std::unique_lock lk(mu_);
-      if (!cv_.wait_for(lk, limit_, [this] { return done_; })) {
-        std::fprintf(stderr, "WATCHDOG: %s still running after %llds; aborting\n", name_.c_str(),
-                     static_cast<long long>(limit_.count()));
-        std::fflush(stderr);
-        std::abort();
-      }
-    });
-  }
-  ~Watchdog() {
-    {
-      std::lock_guard lk(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    th_.join();
-  }
-
- private:
-  std::chrono::seconds limit_;
-  std::string name_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread th_;
-};
 
 // Polls `pred` from an OS thread until it holds or `timeout` passes.
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (!pred()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
-bool join_within(rt::JoinHandle& h, std::chrono::milliseconds timeout) {
-  if (!wait_until([&] { return h.done(); }, timeout)) return false;
-  h.join();
-  return true;
-}
 
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();

@@ -23,55 +23,19 @@
 #include <vector>
 
 #include "runtime/runtime.hpp"
+#include "tests/runtime/support.hpp"
 #include "runtime/topology.hpp"
 
 namespace {
+
+using platoon::test::Watchdog;
+using platoon::test::wait_until;
 
 namespace rt = platoon::rt;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-class Watchdog {
- public:
-  explicit Watchdog(std::chrono::seconds limit) : limit_(limit) {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    name_ = info ? std::string(info->test_suite_name()) + "." + info->name() : "?";
-    th_ = std::thread([this] {
-      std::unique_lock lk(mu_);
-      if (!cv_.wait_for(lk, limit_, [this] { return done_; })) {
-        std::fprintf(stderr, "WATCHDOG: %s still running after %llds; aborting\n", name_.c_str(),
-                     static_cast<long long>(limit_.count()));
-        std::fflush(stderr);
-        std::abort();
-      }
-    });
-  }
-  ~Watchdog() {
-    {
-      std::lock_guard lk(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    th_.join();
-  }
 
- private:
-  std::chrono::seconds limit_;
-  std::string name_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread th_;
-};
-
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (!pred()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
 
 std::vector<int> cpus_of(const cpu_set_t& set) {
   std::vector<int> v;
