@@ -31,10 +31,14 @@
 
 #include "runtime/io.hpp"
 #include "runtime/runtime.hpp"
+#include "tests/runtime/epoll_inspect.hpp"
 #include "tests/runtime/support.hpp"
 #include "runtime/sync.hpp"
 
 namespace {
+using platoon::test::epoll_fd_of_thread;
+using platoon::test::epoll_targets;
+using platoon::test::fd_target;
 
 using platoon::test::kSanitized;
 using platoon::test::Watchdog;
@@ -79,55 +83,9 @@ std::vector<std::string> all_task_comms() {
   return out;
 }
 
-std::string fd_target(int fd) {
-  char buf[256];
-  const std::string p = "/proc/self/fd/" + std::to_string(fd);
-  const ssize_t n = readlink(p.c_str(), buf, sizeof buf - 1);
-  if (n < 0) return {};
-  buf[n] = 0;
-  return buf;
-}
 
-std::set<int> epoll_targets(int epfd) {
-  std::set<int> out;
-  std::ifstream f("/proc/self/fdinfo/" + std::to_string(epfd));
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("tfd:", 0) != 0) continue;
-    std::istringstream in(line.substr(4));
-    int fd = -1;
-    if (in >> fd) out.insert(fd);
-  }
-  return out;
-}
 
-bool is_epoll_wait(long nr) {
-#ifdef SYS_epoll_wait
-  if (nr == SYS_epoll_wait) return true;
-#endif
-#ifdef SYS_epoll_pwait
-  if (nr == SYS_epoll_pwait) return true;
-#endif
-#ifdef SYS_epoll_pwait2
-  if (nr == SYS_epoll_pwait2) return true;
-#endif
-  return false;
-}
 
-int epoll_fd_of_thread(pid_t tid, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  do {
-    std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/syscall");
-    long nr = -1;
-    std::string arg0;
-    if (f >> nr >> arg0 && is_epoll_wait(nr)) {
-      const int fd = static_cast<int>(std::stol(arg0, nullptr, 16));
-      if (fd_target(fd) == "anon_inode:[eventpoll]") return fd;
-    }
-    std::this_thread::sleep_for(200us);
-  } while (Clock::now() < deadline);
-  return -1;
-}
 
 struct Tids {
   std::vector<pid_t> loops, workers;
