@@ -68,6 +68,7 @@ Carrier::Carrier(RuntimeImpl& rt, Kind k, int idx, int pinned_cpu)
       runq_(k == Kind::worker || rt.carrier_stealing()),
       inbox_(k == Kind::worker ? &rt.pool_submissions : &own_inbox_),
       budget_ticks_(BudgetClock::get().ticks_for_ns(static_cast<uint64_t>(rt.opts.budget.count()) * 1000)),
+      spin_ticks_(BudgetClock::get().ticks_for_ns(static_cast<uint64_t>(rt.opts.idle_spin.count()) * 1000)),
       rng_(0x9e3779b9u * static_cast<uint32_t>(idx + 1)) {
   const char* base_name = k == Kind::carrier ? "carrier" : k == Kind::event_loop ? "eventloop" : "worker";
   name = std::string(base_name) + "-" + std::to_string(idx);
@@ -241,6 +242,7 @@ bool Carrier::has_work() const {
 // Announces sleep, checks once more for work (a waker that missed the flag pushed before
 // this check), then blocks: in epoll_wait for carriers, on a futex for workers.
 void Carrier::idle() {
+  if (spin_before_sleep()) return;
   auto& idle_count = kind == Kind::worker ? rt_.idle_workers : rt_.idle_carriers;
   sleeping_.store(1, std::memory_order_seq_cst);
   idle_count.fetch_add(1);
@@ -260,6 +262,19 @@ void Carrier::idle() {
   sleeping_.store(0);
   idle_count.fetch_sub(1);
   PLATOON_PROBE1(carrier_wake, index);
+}
+
+// The optional idle spin: poll without blocking until I/O or a fiber shows up, or the spin
+// time is over (then sleep as usual). True when work arrived.
+bool Carrier::spin_before_sleep() {
+  if (rt_.opts.idle_spin.count() <= 0) return false;
+  const BudgetClock& clock = BudgetClock::get();
+  const uint64_t end = clock.now() + spin_ticks_;
+  while (clock.now() < end && !rt_.stopping.load(std::memory_order_relaxed)) {
+    if (poll(false) != 0 || !runq_.empty() || inbox_->size() != 0) return true;
+    if (!base_) __builtin_ia32_pause();
+  }
+  return false;
 }
 
 bool Carrier::wake() {

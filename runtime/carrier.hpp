@@ -72,6 +72,7 @@ class Carrier {
   uint32_t drain();
   bool steal();
   void idle();
+  bool spin_before_sleep();
   void run(Fiber* f);
   void after_switch_out(Fiber* f);
   uint32_t take_inbox();
@@ -89,6 +90,7 @@ class Carrier {
   uint32_t io_events_now_ = 0;
   uint32_t last_drain_ = 0;
   uint64_t budget_ticks_;  // the drain budget in BudgetClock ticks
+  uint64_t spin_ticks_;    // the idle spin in BudgetClock ticks
   uint32_t rng_;
   std::vector<Fiber*> fiber_cache_;
   san::StackId stack_id_;

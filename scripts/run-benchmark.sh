@@ -14,6 +14,7 @@
 #   --pin                       pin carriers to CPUs
 #   --poller carrier|master     (default carrier)
 #   --passthrough               platoon-server returns the backend body unchanged
+#   --idle-spin-us N            platoon-server: idle carriers poll N µs before sleeping
 #   --rate R                    fixed rate, req/s (omit for closed loop: max TPS)
 #   --connections C             (default 100)
 #   --load-threads T            (default 1)
@@ -33,7 +34,7 @@ set -uo pipefail
 
 server=platoon mode=carrier threads=2 workers= ws= pin= poller=carrier passthrough= rate=
 connections=100 load_threads=1 load_cpuset=0 server_cpuset=1 mock_cpuset=0 mock_threads=1
-think=1 warmup=5 duration=10 perf_stat= perf_sched= pidstat=1 out= build=build
+think=1 warmup=5 duration=10 perf_stat= perf_sched= pidstat=1 out= build=build idle_spin=
 die() { echo "run-benchmark: $*" >&2; exit 2; }
 need() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value"; }
 while [ $# -gt 0 ]; do
@@ -46,6 +47,7 @@ while [ $# -gt 0 ]; do
     --pin) pin=1; shift ;;
     --poller) need "$@"; poller=$2; shift 2 ;;
     --passthrough) passthrough=1; shift ;;
+    --idle-spin-us) need "$@"; idle_spin=$2; shift 2 ;;
     --rate) need "$@"; rate=$2; shift 2 ;;
     --connections) need "$@"; connections=$2; shift 2 ;;
     --load-threads) need "$@"; load_threads=$2; shift 2 ;;
@@ -61,7 +63,7 @@ while [ $# -gt 0 ]; do
     --no-pidstat) pidstat=; shift ;;
     --output-dir) need "$@"; out=$2; shift 2 ;;
     --build) need "$@"; build=$2; shift 2 ;;
-    -h|--help) sed -n 2,33p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 2,34p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option: $1 (see --help)" ;;
   esac
 done
@@ -128,6 +130,7 @@ case $server in
     [ -n "$ws" ] && args+=(--work-stealing)
     [ -n "$pin" ] && args+=(--pin)
     [ -n "$passthrough" ] && args+=(--passthrough)
+    [ -n "$idle_spin" ] && args+=(--idle-spin-us "$idle_spin")
     taskset -c "$server_cpuset" "$bin/platoon-server" "${args[@]}" > "$out/server-output.log" 2>&1 &
     server_pid=$!; pids+=($server_pid)
     port=$(wait_port "$out/server-output.log") || die "platoon-server did not start (see $out/server-output.log)"

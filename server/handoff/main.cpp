@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   std::string poller = "carrier";
   int port = cfg.port;
   int budget_us = 50;
+  int idle_spin_us = 0;
   int backend_timeout_ms = static_cast<int>(cfg.backend_timeout.count());
   int idle_timeout_ms = static_cast<int>(cfg.idle_timeout.count());
   int request_timeout_ms = static_cast<int>(cfg.request_timeout.count());
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   app.add_flag("--pin", cfg.runtime.pin, "pin carrier i to the i-th allowed CPU");
   app.add_option("--poller", poller, "carrier | master: who watches fibers' sockets")->check(CLI::IsMember({"carrier", "master"}))->capture_default_str();
   app.add_option("--budget-us", budget_us, "time budget of a carrier's drain, in microseconds")->check(CLI::Range(1, 1000000))->capture_default_str();
+  app.add_option("--idle-spin-us", idle_spin_us, "an idle carrier polls this long before sleeping (0: sleep at once)")->check(CLI::Range(0, 1000000))->capture_default_str();
   app.add_flag("--passthrough", cfg.passthrough, "return the backend's body unchanged (no JSON work)");
   app.add_option("--backend-timeout-ms", backend_timeout_ms, "backend call timeout (then 504)")->check(CLI::Range(1, 3600000))->capture_default_str();
   app.add_option("--idle-timeout-ms", idle_timeout_ms, "close keep-alive connections idle this long")->check(CLI::Range(1, 86400000))->capture_default_str();
@@ -93,6 +95,7 @@ int main(int argc, char** argv) {
   cfg.runtime.scheduler = *rt::parse_scheduler(scheduler);
   cfg.runtime.poller = *rt::parse_poller(poller);
   cfg.runtime.budget = std::chrono::microseconds(budget_us);
+  cfg.runtime.idle_spin = std::chrono::microseconds(idle_spin_us);
   cfg.runtime.carrier_nice = carrier_nice;
   cfg.runtime.poller_nice = poller_nice;
   cfg.backend_timeout = std::chrono::milliseconds(backend_timeout_ms);
