@@ -30,44 +30,15 @@ namespace rt = platoon::rt;
 using namespace std::chrono_literals;
 
 namespace {
+using platoon::test::mono_ns;
+using platoon::test::spin_for_ns;
+using platoon::test::Signal;
 
 using platoon::test::kSanitized;
 
 
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
-// Burns CPU for `ns` of wall time without yielding.
-void spin_for_ns(uint64_t ns) {
-  const uint64_t end = mono_ns() + ns;
-  while (mono_ns() < end) {
-  }
-}
 
-// A counter an OS thread can wait on with a timeout (futex), bumped by fibers.
-struct Signal {
-  std::atomic<uint32_t> v{0};
-  void bump() {
-    v.fetch_add(1);
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&v), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-  }
-  // Waits until v >= target; false on timeout.
-  bool wait_at_least(uint32_t target, std::chrono::nanoseconds timeout) {
-    const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout.count());
-    for (;;) {
-      const uint32_t cur = v.load();
-      if (cur >= target) return true;
-      const uint64_t now = mono_ns();
-      if (now >= deadline) return false;
-      const uint64_t left = std::min<uint64_t>(deadline - now, 100'000'000);
-      timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
-      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&v), FUTEX_WAIT_PRIVATE, cur, &ts, nullptr, 0);
-    }
-  }
-};
 
 struct Obs {
   uint64_t now_ns;

@@ -20,43 +20,18 @@
 #include <vector>
 
 #include "runtime/runtime.hpp"
+#include "tests/runtime/support.hpp"
 
 namespace rt = platoon::rt;
 using namespace std::chrono_literals;
 
 namespace {
+using platoon::test::mono_ns;
+using platoon::test::spin_for_ns;
+using platoon::test::Signal;
 
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
-void spin_for_ns(uint64_t ns) {
-  const uint64_t end = mono_ns() + ns;
-  while (mono_ns() < end) {
-  }
-}
 
-struct Signal {
-  std::atomic<uint32_t> v{0};
-  void bump() {
-    v.fetch_add(1);
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&v), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-  }
-  bool wait_at_least(uint32_t target, std::chrono::nanoseconds timeout) {
-    const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout.count());
-    for (;;) {
-      const uint32_t cur = v.load();
-      if (cur >= target) return true;
-      const uint64_t now = mono_ns();
-      if (now >= deadline) return false;
-      const uint64_t left = std::min<uint64_t>(deadline - now, 50'000'000);
-      timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
-      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&v), FUTEX_WAIT_PRIVATE, cur, &ts, nullptr, 0);
-    }
-  }
-};
 
 // What one short fiber saw.
 struct ShortRun {

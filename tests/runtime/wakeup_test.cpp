@@ -25,12 +25,14 @@
 #include <vector>
 
 #include "runtime/runtime.hpp"
+#include "tests/runtime/support.hpp"
 #include "runtime/runtime_impl.hpp"  // Carrier::is_sleeping(), to count unparks that hit a sleeper
 
 namespace rt = platoon::rt;
 using namespace std::chrono_literals;
 
 namespace {
+using platoon::test::mono_ns;
 
 // ThreadSanitizer makes every fiber switch and every spawn (a TSan fiber each) much slower;
 // AddressSanitizer barely matters here.
@@ -40,11 +42,6 @@ constexpr bool kTsan = true;
 constexpr bool kTsan = false;
 #endif
 
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 void futex_wake_all(std::atomic<uint32_t>& w) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&w), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
