@@ -1,5 +1,7 @@
 // platoon-server: the handoff HTTP server of the experiment, on the carrier runtime.
 #include <CLI/CLI.hpp>
+
+#include "server/common/process.hpp"
 #include <csignal>
 #include <cstdio>
 #include <pthread.h>
@@ -23,24 +25,6 @@ bool split_host_port(const std::string& s, std::string& host, uint16_t& port) {
   return !host.empty();
 }
 
-// 10,000 clients plus their backend connections: raise the soft limit to the hard one, and
-// the hard one too when allowed (root), up to the kernel's nr_open.
-void raise_fd_limit() {
-  rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
-  rlim_t want = 262144;
-  if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
-    unsigned long nr = 0;
-    if (std::fscanf(f, "%lu", &nr) == 1 && nr < want) want = nr;
-    std::fclose(f);
-  }
-  if (rl.rlim_max < want) {
-    rlimit more{want, want};
-    if (setrlimit(RLIMIT_NOFILE, &more) == 0) return;
-  }
-  rl.rlim_cur = rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,15 +85,10 @@ int main(int argc, char** argv) {
   cfg.backend_timeout = std::chrono::milliseconds(backend_timeout_ms);
   cfg.idle_timeout = std::chrono::milliseconds(idle_timeout_ms);
   cfg.request_timeout = std::chrono::milliseconds(request_timeout_ms);
-  raise_fd_limit();
+  process::raise_fd_limit();
 
   // Signals go to this thread only, through sigwait; runtime threads inherit the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals = process::block_stop_signals();
 
   server::Server srv(cfg);
   std::string error;

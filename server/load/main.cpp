@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <thread>
 
+#include "server/common/process.hpp"
 #include "server/load/clock.hpp"
 #include "server/load/config.hpp"
 #include "server/load/report.hpp"
@@ -60,16 +61,6 @@ int usage_error(const std::string& msg) {
   return kExitUsage;
 }
 
-// Returns the soft limit after raising it to the hard one.
-rlim_t raise_fd_limit() {
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
-  if (rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0) getrlimit(RLIMIT_NOFILE, &rl);
-  }
-  return rl.rlim_cur;
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,19 +111,14 @@ int main(int argc, char** argv) {
   if (cfg.connections < cfg.threads)
     return usage_error("--connections (" + std::to_string(cfg.connections) + ") must be >= --threads (" +
                        std::to_string(cfg.threads) + ")");
-  const rlim_t fds = raise_fd_limit();
+  const rlim_t fds = platoon::process::raise_fd_limit();
   if (static_cast<rlim_t>(cfg.connections) + 64 > fds)
     return usage_error("--connections " + std::to_string(cfg.connections) + " needs more file descriptors than " +
                        "RLIMIT_NOFILE allows (" + std::to_string(fds) + ")");
   if (!resolve(cfg.url, cfg.endpoint, error)) return usage_error(error);
 
   // SIGINT/SIGTERM reach this thread only, through sigtimedwait; the workers inherit the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals = platoon::process::block_stop_signals();
 
   print_header(stdout, cfg);
 

@@ -12,16 +12,10 @@
 
 #include "server/mock/config.hpp"
 #include "server/mock/listener.hpp"
+#include "server/common/process.hpp"
 #include "server/mock/loop.hpp"
 
 namespace {
-void raise_fd_limit() {
-  rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-    rl.rlim_cur = rl.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &rl);
-  }
-}
 
 constexpr const char* kFooter = R"(
 Endpoints:
@@ -75,15 +69,10 @@ int main(int argc, char** argv) {
   }
   cfg.port = static_cast<uint16_t>(port);
   cfg.close_after = static_cast<uint64_t>(close_after);
-  raise_fd_limit();
+  platoon::process::raise_fd_limit();
 
   // Signals go to this thread only, through sigwait; the loop threads inherit the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals = platoon::process::block_stop_signals();
 
   Listeners listeners;
   std::string error;
