@@ -44,23 +44,11 @@ using platoon::test::kSanitized;
 using platoon::test::Watchdog;
 using platoon::test::wait_until;
 using platoon::test::join_within;
+using platoon::test::join_all_within;
 
 namespace rt = platoon::rt;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-
-
-
-
-bool join_all_within(std::vector<rt::JoinHandle>& hs, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  for (auto& h : hs) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    if (!join_within(h, std::max(left, 1ms))) return false;
-  }
-  return true;
-}
 
 pid_t my_tid() { return static_cast<pid_t>(gettid()); }
 
@@ -82,10 +70,6 @@ std::vector<std::string> all_task_comms() {
   closedir(d);
   return out;
 }
-
-
-
-
 
 struct Tids {
   std::vector<pid_t> loops, workers;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <vector>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -94,6 +95,15 @@ inline void spin_for_ns(uint64_t ns) {
   const uint64_t end = mono_ns() + ns;
   while (mono_ns() < end) {
   }
+}
+
+inline bool join_all_within(std::vector<rt::JoinHandle>& hs, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (auto& h : hs) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (!join_within(h, std::max(left, 1ms))) return false;
+  }
+  return true;
 }
 
 // A counter an OS thread can wait on with a timeout (futex), bumped by fibers.
