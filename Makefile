@@ -120,15 +120,103 @@ $(BENCH_BIN): $(BIN)/%: $(OBJ)/bench/%.o $(RUNTIME_LIB)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) -o $@ $< $(RUNTIME_LIB) $(RUNTIME_LIBS)
 
+
+# ---- bpf/: CO-RE programs, skeletons, the collector (libplatoon-bpf.a) ----
+# vmlinux.h is dumped from the running kernel's BTF at build time (CO-RE relocates the field
+# offsets at load time, so the programs still run on other BTF kernels); the skeletons come from
+# bpftool. usdt.bpf.h needs the multiarch include dir for asm/errno.h.
+GEN := $(BUILD)/gen
+BPF_CLANG ?= clang
+BPF_ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Wno-unused-function \
+              -I$(GEN) -I. -I/usr/include/$(shell gcc -print-multiarch)
+BPF_PROGS := $(wildcard bpf/*.bpf.c)
+BPF_SKELS := $(BPF_PROGS:bpf/%.bpf.c=$(GEN)/%.skel.h)
+
+$(GEN)/vmlinux.h:
+	@mkdir -p $(@D)
+	$(call msg,BTF,$@)
+	$(Q)bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(GEN)/%.bpf.o: bpf/%.bpf.c $(GEN)/vmlinux.h $(wildcard bpf/*.h) Makefile
+	@mkdir -p $(@D)
+	$(call msg,BPF,$<)
+	$(Q)$(BPF_CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp && llvm-strip -g $@.tmp && mv $@.tmp $@
+
+$(GEN)/%.skel.h: $(GEN)/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)bpftool gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+BPF_LIB_SRC := $(wildcard bpf/*.cpp)
+BPF_LIB_OBJ := $(BPF_LIB_SRC:%.cpp=$(OBJ)/%.o)
+BPF_LIB := $(BUILD)/lib/libplatoon-bpf.a
+BPF_LIBS := -lbpf -lelf -lz
+$(BPF_LIB_OBJ): $(BPF_SKELS)
+$(BPF_LIB): $(BPF_LIB_OBJ)
+	@mkdir -p $(@D)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+# ---- tui/model/: snapshots, windows, trace file, procfs sampler (libplatoon-model.a) ----
+MODEL_SRC := $(wildcard tui/model/*.cpp)
+MODEL_OBJ := $(MODEL_SRC:%.cpp=$(OBJ)/%.o)
+MODEL_LIB := $(BUILD)/lib/libplatoon-model.a
+MODEL_LIBS := -lz -lfmt
+$(MODEL_LIB): $(MODEL_OBJ)
+	@mkdir -p $(@D)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+# ---- tui/: the platoon command ----
+PLATOON_SRC := $(wildcard tui/*.cpp tui/commands/*.cpp tui/views/*.cpp)
+PLATOON_OBJ := $(PLATOON_SRC:%.cpp=$(OBJ)/%.o)
+PLATOON_BIN := $(if $(PLATOON_SRC),$(BIN)/platoon)
+$(PLATOON_OBJ): $(BPF_SKELS)
+$(BIN)/platoon: $(PLATOON_OBJ) $(BPF_LIB) $(MODEL_LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(LDFLAGS) -o $@ $(PLATOON_OBJ) $(BPF_LIB) $(MODEL_LIB) $(BPF_LIBS) $(MODEL_LIBS) -lncursesw
+
+# ---- tests of bpf/ and tui/ ----
+MODEL_TEST_SRC := $(wildcard tests/model/*_test.cpp)
+MODEL_TEST_OBJ := $(MODEL_TEST_SRC:%.cpp=$(OBJ)/%.o)
+MODEL_TESTS := $(if $(MODEL_TEST_SRC),$(BIN)/model_tests)
+$(BIN)/model_tests: $(MODEL_TEST_OBJ) $(MODEL_LIB)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(LDFLAGS) -o $@ $(MODEL_TEST_OBJ) $(MODEL_LIB) $(MODEL_LIBS) -lgtest -lgtest_main
+
+# Ground-truth tests: real workloads, compared with /proc; they start platoon and the servers.
+BPF_TEST_SRC := $(wildcard tests/bpf/*_test.cpp)
+BPF_TEST_OBJ := $(BPF_TEST_SRC:%.cpp=$(OBJ)/%.o)
+BPF_TESTS := $(if $(BPF_TEST_SRC),$(BIN)/bpf_tests)
+$(BPF_TEST_OBJ): $(BPF_SKELS)
+$(BIN)/bpf_tests: $(BPF_TEST_OBJ) $(BPF_LIB) $(MODEL_LIB) | $(SERVER_BINS) $(PLATOON_BIN)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CXX) $(LDFLAGS) -o $@ $(BPF_TEST_OBJ) $(BPF_LIB) $(MODEL_LIB) $(BPF_LIBS) $(MODEL_LIBS) -lgtest -lgtest_main
+
+# ---- make fuzz: libFuzzer targets (clang), tests/fuzz/*_fuzz.cpp, each run FUZZ_SECONDS ----
+FUZZ_SECONDS ?= 600
+FUZZ_DIR := build/fuzz
+FUZZ_SRC := $(wildcard tests/fuzz/*_fuzz.cpp)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.cpp=$(FUZZ_DIR)/%)
+FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+$(FUZZ_DIR)/%: tests/fuzz/%.cpp $(MODEL_SRC) $(wildcard tui/model/*.hpp) bpf/platoon.h Makefile
+	@mkdir -p $(@D)
+	$(call msg,FUZZ,$@)
+	$(Q)clang++ $(FUZZ_CXXFLAGS) -o $@ $< $(MODEL_SRC) $(MODEL_LIBS)
+
 # ---- compile ----
 $(OBJ)/%.o: %.cpp Makefile
 	@mkdir -p $(@D)
 	$(call msg,CXX,$<)
 	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c -o $@ $<
 
-ALL := $(RUNTIME_LIB) $(RUNTIME_TESTS) $(BENCH_BIN) $(SERVER_BINS) $(SERVER_TESTS)
+ALL := $(RUNTIME_LIB) $(RUNTIME_TESTS) $(BENCH_BIN) $(SERVER_BINS) $(SERVER_TESTS) \
+       $(PLATOON_BIN) $(MODEL_TESTS) $(BPF_TESTS)
 
-.PHONY: all test bench demo deps clean
+.PHONY: all test bench demo deps clean fuzz
 all: $(ALL)
 
 deps:
@@ -145,6 +233,9 @@ bench: deps
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/demo.sh $(BUILD)
+
+fuzz: deps $(FUZZ_BIN)
+	$(Q)scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_BIN)
 
 clean:
 	rm -rf build

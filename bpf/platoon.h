@@ -1,0 +1,156 @@
+/* Structs shared by the kernel programs (platoon.bpf.c) and user space (collector, trace file).
+ * Plain C with fixed-width types: the BPF side sees them through vmlinux.h's __u32/__u64, user
+ * space through <linux/types.h>. Every layout here is part of the trace file format (version 1):
+ * change a struct only together with PLATOON_TRACE_VERSION in tui/model/trace_format.hpp. */
+#ifndef PLATOON_BPF_PLATOON_H
+#define PLATOON_BPF_PLATOON_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define PLATOON_COMM_LEN 16
+#define PLATOON_MAX_CPUS 64      /* per-CPU switch-in counters; CPUs beyond are counted in cpu_overflow */
+#define PLATOON_RUNQ_SLOTS 40    /* log2 histogram of run-queue latency in ns: slot i = [2^i, 2^(i+1)) */
+#define PLATOON_BATCH_SLOTS 65   /* linear histogram 0..63, slot 64 = 64 or more */
+#define PLATOON_MAX_THREADS 16384 /* stats map entries; a thread that finds it full is counted, not tracked */
+#define PLATOON_MAX_PAIRS 16384   /* preempted-by / woken-by pairs */
+#define PLATOON_MAX_TARGETS 1024  /* target processes (tgids) */
+
+/* Why a count was lost: index into the per-CPU `drops` array. */
+enum platoon_drop {
+	PLATOON_DROP_RINGBUF = 0,   /* ring buffer full: an event record was not written */
+	PLATOON_DROP_THREADS = 1,   /* stats map full: a target thread is not tracked */
+	PLATOON_DROP_PAIRS = 2,     /* pair map full: a preemptor or waker was not recorded */
+	PLATOON_DROP_TARGETS = 3,   /* target map full: a matching process was not added */
+	PLATOON_DROP_KINDS = 4,
+};
+
+/* Per-thread aggregates, one entry per target thread in the `stats` hash (key: tid).
+ * Everything is cumulative from the moment the thread was first seen by the programs. */
+struct platoon_thread_stats {
+	__u32 tid;
+	__u32 pid;                      /* tgid */
+	char comm[PLATOON_COMM_LEN];    /* thread name, refreshed at each switch-in */
+	__u64 first_seen_ns;            /* CLOCK_BOOTTIME (bpf_ktime_get_boot_ns) */
+	__u64 last_seen_ns;
+	__u32 exited;                   /* set by sched_process_exit; user space deletes the entry once read */
+	__u32 on_cpu;                   /* 1 while running: run_start_ns is valid */
+	__u32 runnable;                 /* 1 while queued: wait_start_ns is valid */
+	__u32 last_cpu;
+	/* scheduler */
+	__u64 run_start_ns;             /* in-flight state: lets a reader add the unfinished interval */
+	__u64 wait_start_ns;
+	__u64 run_ns;                   /* on-CPU time, switch-in to switch-out */
+	__u64 wait_ns;                  /* runnable but not running: wakeup or preemption to switch-in */
+	__u64 switches_voluntary;       /* switched out blocking (what /proc status calls voluntary) */
+	__u64 switches_involuntary;     /* switched out while still runnable */
+	__u64 switch_ins;
+	__u64 migrations;               /* sched_migrate_task with orig_cpu != dest_cpu */
+	__u64 wakeups;                  /* sched_wakeup + sched_wakeup_new */
+	__u64 runq_max_ns;
+	__u64 runq_hist[PLATOON_RUNQ_SLOTS];
+	__u64 cpu_switch_ins[PLATOON_MAX_CPUS];
+	__u64 cpu_overflow;             /* switch-ins on CPUs >= PLATOON_MAX_CPUS */
+	/* epoll_wait / epoll_pwait / epoll_pwait2 */
+	__u64 epoll_enter_ns;           /* in-flight */
+	__u64 io_cycles;                /* calls that returned >= 0 */
+	__u64 io_events;                /* sum of returned ready events */
+	__u64 io_blocked_ns;            /* time inside the calls */
+	__u64 io_events_hist[PLATOON_BATCH_SLOTS];
+	/* runtime USDT probes (platoon-runtime targets only) */
+	__u64 drains;                   /* drain_start */
+	__u64 drain_depth_sum;
+	__u64 drain_depth_hist[PLATOON_BATCH_SLOTS];
+	__u64 drain_fibers_run;         /* sum of drain_end's fibers_run */
+	__u64 drain_ns;                 /* sum of drain_end's ns */
+	__u64 steals;                   /* steal operations by this thread as thief */
+	__u64 stolen_fibers;
+	__u64 polls;                    /* runtime poll probe: calls */
+	__u64 poll_events;              /* runtime poll probe: events */
+};
+
+/* Who ran while a thread waited, and who woke it: `pairs` hash. */
+enum platoon_pair_kind {
+	PLATOON_PAIR_PREEMPTED_BY = 0,  /* other = the task switched in when tid was switched out runnable */
+	PLATOON_PAIR_WOKEN_BY = 1,      /* other = the task running sched_waking/wakeup for tid */
+};
+struct platoon_pair_key {
+	__u32 tid;
+	__u32 other;                    /* other task's tid (0 = idle/interrupt context) */
+	__u32 kind;                     /* enum platoon_pair_kind */
+	__u32 pad;
+};
+struct platoon_pair_value {
+	__u64 count;
+	__u64 ns;                       /* PREEMPTED_BY: wait that followed that preemption */
+	__u32 other_pid;
+	char other_comm[PLATOON_COMM_LEN];
+	__u32 pad;
+};
+
+/* Ring-buffer records, written only while recording (targ_events). Each starts with the same
+ * header; sizes differ per type so the buffer holds as many as it can. Times: CLOCK_BOOTTIME. */
+enum platoon_event_type {
+	PLATOON_EV_SWITCH = 1,
+	PLATOON_EV_WAKING = 2,
+	PLATOON_EV_WAKEUP = 3,
+	PLATOON_EV_WAKEUP_NEW = 4,
+	PLATOON_EV_MIGRATE = 5,
+	PLATOON_EV_EXIT = 6,
+	PLATOON_EV_EPOLL = 7,          /* one epoll wait call, at its return */
+	PLATOON_EV_DRAIN = 8,          /* runtime drain_start */
+	PLATOON_EV_STEAL = 9,          /* runtime steal */
+};
+struct platoon_event_header {
+	__u64 ts_ns;
+	__u16 type;                     /* enum platoon_event_type */
+	__u16 cpu;
+	__u32 tid;                      /* the task the event is about (switch: prev) */
+};
+struct platoon_ev_switch {          /* sched_switch where prev or next is a target */
+	struct platoon_event_header h;  /* tid = prev */
+	__u32 prev_pid;
+	__u32 next_tid;
+	__u32 next_pid;
+	__u32 prev_state;               /* raw task state; 0 = still runnable (preempted) */
+	__s32 prev_prio;
+	__s32 next_prio;
+	char prev_comm[PLATOON_COMM_LEN];
+	char next_comm[PLATOON_COMM_LEN];
+};
+struct platoon_ev_wake {            /* WAKING, WAKEUP, WAKEUP_NEW of a target thread */
+	struct platoon_event_header h;  /* tid = wakee */
+	__u32 pid;
+	__u32 target_cpu;
+	__s32 prio;
+	__u32 waker_tid;                /* current task when the event fired */
+	char comm[PLATOON_COMM_LEN];
+};
+struct platoon_ev_migrate {
+	struct platoon_event_header h;
+	__u32 pid;
+	__u32 orig_cpu;
+	__u32 dest_cpu;
+	__s32 prio;
+	char comm[PLATOON_COMM_LEN];
+};
+struct platoon_ev_exit {
+	struct platoon_event_header h;
+	__u32 pid;
+	__u32 pad;
+};
+struct platoon_ev_epoll {
+	struct platoon_event_header h;
+	__s32 nevents;                  /* the call's return value (negative: -errno) */
+	__u32 pad;
+	__u64 enter_ns;
+};
+struct platoon_ev_runtime {         /* DRAIN (a = queue depth) and STEAL (a = victim, b = count) */
+	struct platoon_event_header h;
+	__s64 carrier;
+	__s64 a;
+	__s64 b;
+};
+
+#endif /* PLATOON_BPF_PLATOON_H */
