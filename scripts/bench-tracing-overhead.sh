@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# What tracing costs the traced server, side by side in one run: platoon-server's closed-loop
+# max TPS and fixed-rate p50 with no tracing, under `platoon record`, under `perf sched record`
+# and under the equivalent bpftrace script (tracing/sched.bt); plus the mean cost of each platoon
+# BPF program per event (kernel.bpf_stats_enabled: run_time_ns / run_cnt) and lost events.
+# Conditions alternate within each round, so drift in this noisy VM hits all of them alike;
+# the summary quotes medians over the rounds.
+#
+# usage: scripts/bench-tracing-overhead.sh [BUILD_DIR] [--rounds N] [--duration S] [--rate R]
+#   CPUs: server on CPU 1 (one carrier); mock, load and the tracers' user space on CPU 0.
+# Writes BUILD_DIR/bench/tracing-overhead.json and prints a table.
+set -euo pipefail
+build=build
+[ $# -gt 0 ] && [[ $1 != --* ]] && { build=$1; shift; }
+rounds=5 duration=5 rate=5000
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rounds) rounds=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --rate) rate=$2; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "bench-tracing-overhead: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+bin=$build/bin
+here=$(cd "$(dirname "$0")" && pwd)
+out=$build/bench/tracing-overhead
+mkdir -p "$out"
+[ "$(id -u)" = 0 ] || { echo "bench-tracing-overhead: needs root" >&2; exit 1; }
+# perf and bpftrace find tracepoints through tracefs.
+[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.5;
+            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null || true
+            sysctl -qw kernel.bpf_stats_enabled=0 || true; }
+trap cleanup EXIT INT TERM
+port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$1" "$2"; }
+
+taskset -c 0 "$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$out/mock.log" 2>&1 & pids+=($!)
+mport=$(port_of "$out/mock.log")
+taskset -c 1 "$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 1 --backend-connections 256 > "$out/server.log" 2>&1 & spid=$!; pids+=($spid)
+sport=$(port_of "$out/server.log")
+url="http://127.0.0.1:$sport/fruits"
+taskset -c 0 "$bin/platoon-load" --url "$url" --rate 2000 --connections 50 --threads 1 --duration 2 > /dev/null  # warm
+
+start_tracer() {  # condition round → sets tracer_pid (empty for none)
+  tracer_pid=
+  case $1 in
+    none) ;;
+    platoon)
+      sysctl -qw kernel.bpf_stats_enabled=1
+      taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/platoon-$2.trace" 2> "$out/platoon-$2.err" & tracer_pid=$!
+      for _ in $(seq 200); do grep -q recording "$out/platoon-$2.err" && break; sleep 0.05; done ;;
+    perf)
+      taskset -c 0 perf sched record -o "$out/perf-$2.data" > "$out/perf-$2.log" 2>&1 & tracer_pid=$!
+      sleep 1.5 ;;
+    bpftrace)
+      taskset -c 0 bpftrace "$here/tracing/sched.bt" "$spid" > "$out/bpftrace-$2.log" 2>&1 & tracer_pid=$!
+      for _ in $(seq 200); do grep -q Attaching "$out/bpftrace-$2.log" && break; sleep 0.05; done; sleep 1 ;;
+  esac
+}
+# The mean ns per run of each platoon program, read while they are still loaded.
+prog_stats() {  # round
+  bpftool prog show -j | python3 -c '
+import json, sys
+progs = json.load(sys.stdin)
+names = ("sched_switch","sched_waking","sched_wakeup","sched_wakeup_new","sched_migrate_task","handle_","sys_enter","sys_exit","usdt_")
+out = {}
+for p in progs:
+    n = p.get("name", "")
+    if p.get("run_cnt") and any(n.startswith(k) for k in names):
+        out[n] = {"run_cnt": p["run_cnt"], "run_time_ns": p["run_time_ns"], "ns_per_run": p["run_time_ns"] / p["run_cnt"]}
+json.dump(out, sys.stdout)' > "$out/progs-$1.json"
+}
+stop_tracer() {  # condition round
+  [ -n "$tracer_pid" ] || return 0
+  [ "$1" = platoon ] && prog_stats "$2"
+  kill -INT "$tracer_pid"; wait "$tracer_pid" || true
+  [ "$1" = platoon ] && sysctl -qw kernel.bpf_stats_enabled=0
+  [ "$1" = perf ] && { du -b "$out/perf-$2.data" | cut -f1 > "$out/perf-$2.size"; rm -f "$out/perf-$2.data"; }
+  return 0
+}
+
+conditions=(none platoon perf bpftrace)
+for r in $(seq "$rounds"); do
+  for c in "${conditions[@]}"; do
+    start_tracer "$c" "$r"
+    taskset -c 0 "$bin/platoon-load" --url "$url" --connections 64 --threads 1 --duration "$duration" --warmup 1 \
+      --json "$out/max-$c-$r.json" > /dev/null
+    taskset -c 0 "$bin/platoon-load" --url "$url" --rate "$rate" --connections 64 --threads 1 --duration "$duration" --warmup 1 \
+      --json "$out/fixed-$c-$r.json" > /dev/null
+    stop_tracer "$c" "$r"
+    echo "round $r $c: max $(json "$out/max-$c-$r.json" 'round(d["rate"])') req/s, p50 at $rate/s $(json "$out/fixed-$c-$r.json" 'd["latency_us"]["p50"]') us"
+  done
+done
+
+python3 - "$out" "$rounds" "$rate" "$build/bench/tracing-overhead.json" <<'PY'
+import json, statistics, sys, glob, os
+out, rounds, rate, dest = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+conds = ["none", "platoon", "perf", "bpftrace"]
+res = {}
+for c in conds:
+    mx = [json.load(open(f"{out}/max-{c}-{r}.json"))["rate"] for r in range(1, rounds + 1)]
+    p50 = [json.load(open(f"{out}/fixed-{c}-{r}.json"))["latency_us"]["p50"] for r in range(1, rounds + 1)]
+    res[c] = {"max_tps": mx, "max_tps_median": statistics.median(mx), "p50_us": p50, "p50_us_median": statistics.median(p50)}
+base = res["none"]["max_tps_median"]
+for c in conds:
+    res[c]["max_tps_loss_pct"] = 100.0 * (base - res[c]["max_tps_median"]) / base
+progs = {}
+for f in sorted(glob.glob(f"{out}/progs-*.json")):
+    for n, v in json.load(open(f)).items():
+        a = progs.setdefault(n, {"run_cnt": 0, "run_time_ns": 0})
+        a["run_cnt"] += v["run_cnt"]; a["run_time_ns"] += v["run_time_ns"]
+for v in progs.values():
+    v["ns_per_run"] = v["run_time_ns"] / v["run_cnt"]
+lost = []
+for f in sorted(glob.glob(f"{out}/platoon-*.err")):
+    for line in open(f):
+        if " lost, " in line:
+            lost.append(int(line.split(" lost, ")[0].split()[-1]))
+perf_sizes = [int(open(f).read()) for f in glob.glob(f"{out}/perf-*.size")]
+summary = {
+    "cpus": {"server": "1 (one carrier)", "mock_load_tracers": "0"},
+    "rounds": rounds, "fixed_rate": rate, "conditions": res, "platoon_programs": progs,
+    "platoon_lost_events": lost, "perf_data_bytes": perf_sizes,
+    "goals": {"platoon_max_tps_loss_pct": 3.0, "platoon_vs_perf_loss_ratio": 0.2, "sched_switch_ns_per_run": 150},
+}
+pl, pe = res["platoon"]["max_tps_loss_pct"], res["perf"]["max_tps_loss_pct"]
+summary["platoon_vs_perf_loss_ratio"] = (pl / pe) if pe > 0 else None
+json.dump(summary, open(dest, "w"), indent=2)
+print(f"{'condition':10} {'max TPS (median)':>17} {'loss':>7} {'p50 at %d/s' % rate:>14}")
+for c in conds:
+    r = res[c]
+    print(f"{c:10} {r['max_tps_median']:17.0f} {r['max_tps_loss_pct']:6.1f}% {r['p50_us_median']:12.0f}us")
+print("platoon programs, mean ns per run:")
+for n, v in sorted(progs.items()):
+    print(f"  {n:24} {v['ns_per_run']:8.1f} ns  ({v['run_cnt']} runs)")
+print(f"platoon lost events per round: {lost}")
+print(f"wrote {dest}")
+PY

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# platoon record / report from the outside: clear one-line errors on bad input, a 0600 trace
+# file, -- CMD launched and followed to its end, --pid targets that exit, Ctrl-C and SIGKILL
+# leaving a readable file, and the procfs source saying what it lacks.
+set -uo pipefail
+BUILD=${BUILD:-build}
+platoon=$BUILD/bin/platoon
+tmp=$(mktemp -d /tmp/platoon-rec.XXXXXX)
+bg=()
+cleanup() { for p in "${bg[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
+json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$1" "$2"; }
+# expect_error STATUS_NONZERO PATTERN -- cmd...: one line on stderr matching PATTERN, non-zero exit
+expect_error() {
+  local pattern=$1; shift
+  "$@" > "$tmp/out" 2> "$tmp/err"; local st=$?
+  [ "$st" -ne 0 ] || fail "'$*' should fail"
+  [ "$(wc -l < "$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "'$*' should print one line"; }
+  grep -q -- "$pattern" "$tmp/err" || fail "'$*' printed '$(cat "$tmp/err")', expected /$pattern/"
+  echo "ok error: $(cat "$tmp/err")"
+}
+
+# 1. Bad input.
+expect_error "no such process: 999999" "$platoon" record --pid 999999 -o "$tmp/x.trace"
+expect_error "not a pid" "$platoon" record --pid 12,abc -o "$tmp/x.trace"
+expect_error "no target" "$platoon" record -o "$tmp/x.trace"
+expect_error "only one of" "$platoon" record --pid 1 --comm x -o "$tmp/x.trace"
+expect_error "bad --duration" "$platoon" record --pid 1 --duration soon -o "$tmp/x.trace"
+expect_error "not a platoon trace" "$platoon" report /etc/passwd
+expect_error "no-such-file" "$platoon" report "$tmp/no-such-file"
+expect_error "format" "$platoon" report /etc/passwd --format yaml
+expect_error "cannot run" "$platoon" record -o "$tmp/x.trace" -- /nonexistent/cmd
+"$platoon" --help > /dev/null || fail "--help"
+"$platoon" record --help | grep -q -- "--duration" || fail "record --help"
+
+# 2. -- CMD: a shell loop that spins ~0.5 s and then sleeps; recording ends with it.
+"$platoon" record -q -i 0.2 -o "$tmp/cmd.trace" -- sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 0.3' \
+  2> "$tmp/cmd.err" || { cat "$tmp/cmd.err"; fail "record -- CMD"; }
+mode=$(stat -c %a "$tmp/cmd.trace"); [ "$mode" = 600 ] || fail "trace mode $mode, expected 600"
+"$platoon" report "$tmp/cmd.trace" --format json > "$tmp/cmd.json" || fail "report of -- CMD trace"
+n=$(json "$tmp/cmd.json" 'len(d["threads"])'); src=$(json "$tmp/cmd.json" 'd["source"]')
+cpu=$(json "$tmp/cmd.json" 'max(t["cpu_pct"] for t in d["threads"])')
+echo "-- CMD: threads=$n source=$src max cpu=$cpu"
+[ "$src" = bpf ] || fail "source $src"
+[ "$n" -ge 1 ] || fail "no thread of the command"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 20 else 1)" "$cpu" || fail "the spinning shell shows only $cpu %CPU"
+"$platoon" report "$tmp/cmd.trace" | grep -q "source: bpf" || fail "text report lacks the source line"
+"$platoon" report "$tmp/cmd.trace" | grep -qi "lost" || fail "text report lacks the lost-events line"
+
+# 3. --pid target that exits: recording goes on and says so; Ctrl-C stops it cleanly.
+sleep 1 & victim=$!; bg+=($victim)
+"$platoon" record -i 0.2 --pid "$victim" -o "$tmp/exit.trace" 2> "$tmp/exit.err" & rec=$!; bg+=($rec)
+sleep 2.5
+kill -0 "$rec" 2>/dev/null || { cat "$tmp/exit.err"; fail "record stopped when its target exited"; }
+grep -q "target $victim exited" "$tmp/exit.err" || { cat "$tmp/exit.err"; fail "no note that the target exited"; }
+kill -INT "$rec"; wait "$rec"; st=$?
+[ "$st" = 0 ] || { cat "$tmp/exit.err"; fail "record exit status $st after Ctrl-C"; }
+grep -q "interrupted" "$tmp/exit.err" || fail "record did not say it was interrupted"
+"$platoon" report "$tmp/exit.trace" > "$tmp/exit.txt" || fail "report after Ctrl-C"
+grep -q "exited" "$tmp/exit.txt" || { cat "$tmp/exit.txt"; fail "report does not carry the exit note"; }
+
+# 4. SIGKILL mid-recording: the file reads back up to its last complete chunk.
+sh -c 'while :; do :; done' & spin=$!; bg+=($spin)
+"$platoon" record -q -i 0.1 --pid "$spin" -o "$tmp/kill.trace" 2> /dev/null & rec=$!
+sleep 1.5; kill -KILL "$rec"; wait "$rec" 2>/dev/null
+"$platoon" report "$tmp/kill.trace" --format json > "$tmp/kill.json" 2> "$tmp/kill.err" || { cat "$tmp/kill.err"; fail "report of a killed recording"; }
+grep -qi "truncated\|incomplete\|not finished" "$tmp/kill.err" || { cat "$tmp/kill.err"; fail "report does not say the recording was cut short"; }
+cpu=$(json "$tmp/kill.json" 'd["threads"][0]["cpu_pct"]')
+echo "killed recording: spinner cpu=$cpu"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 40 else 1)" "$cpu" || fail "spinner shows $cpu %CPU"
+
+# 5. procfs source: same tables, says so and what it lacks.
+"$platoon" record -q --procfs -i 0.2 --duration 1 --pid "$spin" -o "$tmp/procfs.trace" || fail "record --procfs"
+"$platoon" report "$tmp/procfs.trace" > "$tmp/procfs.txt" || fail "report of procfs trace"
+grep -q "source: procfs" "$tmp/procfs.txt" || { cat "$tmp/procfs.txt"; fail "no 'source: procfs'"; }
+grep -qi "lacks" "$tmp/procfs.txt" || fail "procfs report does not say what it lacks"
+"$platoon" report "$tmp/procfs.trace" --format json > "$tmp/procfs.json" || fail "json"
+[ "$(json "$tmp/procfs.json" 'd["source"]')" = procfs ] || fail "json source"
+
+# 6. --vs: two runs side by side.
+"$platoon" report "$tmp/kill.trace" --vs "$tmp/procfs.trace" > "$tmp/vs.txt" 2>/dev/null || fail "report --vs"
+grep -q "%wait" "$tmp/vs.txt" || { cat "$tmp/vs.txt"; fail "--vs table lacks %wait"; }
+echo PASS

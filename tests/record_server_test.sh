@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# platoon record attached to a running platoon-server under load: the carriers' drain numbers
+# from the runtime's USDT probes agree with the server's own counters (/metrics) over the same
+# span, and its epoll cycles show up. Load runs only while the recording is attached.
+set -uo pipefail
+BUILD=${BUILD:-build}
+bin=$BUILD/bin
+tmp=$(mktemp -d /tmp/platoon-recsrv.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.3;
+            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
+port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
+# metric NAME CARRIER: the value of NAME{carrier="CARRIER"} in the saved scrape $2
+metric() { awk -v n="$1{carrier=\"$3\"}" '$1 == n { printf "%d\n", $2 }' "$2"; }
+
+"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
+mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
+"$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 2 > "$tmp/server.log" 2>&1 & spid=$!; pids+=($spid)
+sport=$(port_of "$tmp/server.log"); [ -n "$sport" ] || fail "server did not start"
+
+"$bin/platoon" record -i 0.5 --pid "$spid" -o "$tmp/s.trace" 2> "$tmp/rec.err" & rec=$!; pids+=($rec)
+for _ in $(seq 100); do grep -q "recording" "$tmp/rec.err" && break; sleep 0.05; done
+grep -q "recording" "$tmp/rec.err" || { cat "$tmp/rec.err"; fail "record did not start"; }
+curl -sf "http://127.0.0.1:$sport/metrics" > "$tmp/m0" || fail "scrape"
+"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 3000 --connections 60 --threads 1 \
+  --duration 3 --json "$tmp/load.json" > /dev/null 2>&1 || fail "load"
+sleep 0.3
+curl -sf "http://127.0.0.1:$sport/metrics" > "$tmp/m1" || fail "scrape"
+sleep 0.3
+kill -INT "$rec"; wait "$rec" || { cat "$tmp/rec.err"; fail "record exit status"; }
+cat "$tmp/rec.err"
+"$bin/platoon" report "$tmp/s.trace" --format json > "$tmp/r.json" || fail "report"
+"$bin/platoon" report "$tmp/s.trace" > "$tmp/r.txt" || fail "text report"
+
+for c in 0 1; do
+  fr=$(( $(metric platoon_carrier_fibers_run_total "$tmp/m1" $c) - $(metric platoon_carrier_fibers_run_total "$tmp/m0" $c) ))
+  cy=$(( $(metric platoon_carrier_cycles_total "$tmp/m1" $c) - $(metric platoon_carrier_cycles_total "$tmp/m0" $c) ))
+  hwm=$(metric platoon_carrier_queue_depth_high_water "$tmp/m1" $c)
+  python3 - "$tmp/r.json" "carrier-$c" "$fr" "$cy" "$hwm" <<'PY' || fail "carrier-$c does not agree with the server's counters"
+import json, sys
+d = json.load(open(sys.argv[1])); name = sys.argv[2]
+fibers, cycles, hwm = map(int, sys.argv[3:])
+t = [t for t in d["threads"] if t["comm"] == name]
+assert t, f"no {name} thread in the report"
+t = t[0]; dr = t.get("drain"); io = t.get("io")
+assert dr and io, f"{name}: no drain or io section"
+hist = dict((int(k), v) for k, v in dr["queue_depth_hist"])
+print(f"{name}: batches={dr['batches']} fibers_run={dr.get('fibers_run')} (server {fibers}) polls={dr.get('polls')} "
+      f"(server cycles {cycles}) depth avg={dr['queue_depth_avg']:.2f} max slot={max(hist)} (server high water {hwm}) "
+      f"io cycles={io['cycles']} events/cycle={io['events_per_cycle']:.2f}")
+assert sum(hist.values()) == dr["batches"], "queue-depth histogram does not add up to the batches"
+assert max(hist) <= max(hwm, 1) or max(hist) == 64, "a depth above the server's high-water mark"
+assert dr["queue_depth_avg"] >= 1, "a drain starts with at least one fiber"
+# The recording spans the scrapes (plus the scrapes' own few fibers), so it may hold a little more.
+assert fibers <= dr["fibers_run"] <= fibers * 1.02 + 50, "fibers run per USDT != server counter"
+assert cycles <= dr["polls"] <= cycles * 1.02 + 2000, "polls per USDT != server cycles"
+assert io["cycles"] > 0 and t["run_ns"] > 0
+PY
+done
+echo PASS

@@ -1,0 +1,44 @@
+// The subcommands of `platoon`, one file each under tui/commands/. Each returns the process's
+// exit status and prints its own one-line errors ("platoon <cmd>: ...") to stderr.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "tui/commands/target.hpp"
+
+namespace platoon::cli {
+
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// How a live source is chosen and set up; shared by record, top, doctor --pid and exporter.
+struct LiveOptions {
+  TargetSpec target;
+  bool procfs = false;        // sample /proc instead of loading BPF
+  bool raw_tp = false;        // force the raw_tp attach (tests and old kernels)
+  bool verbose = false;       // libbpf's own messages
+  size_t ringbuf_mb = 16;
+};
+
+struct RecordOptions {
+  LiveOptions live;
+  double duration_s = 0;      // 0: until Ctrl-C (or the command ends)
+  double interval_s = 1.0;    // one snapshot chunk per interval
+  std::string output;
+  bool events = true;         // raw scheduler events besides the aggregates
+  bool quiet = false;
+};
+int run_record(const RecordOptions& opt);
+
+struct ReportOptions {
+  std::string file;
+  std::string vs;
+  std::string format = "text";
+};
+int run_report(const ReportOptions& opt);
+
+// "10", "10s", "250ms", "1.5m" → seconds; false on anything else.
+bool parse_seconds(const std::string& text, double& out);
+
+}  // namespace platoon::cli

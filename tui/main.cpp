@@ -1,0 +1,110 @@
+// platoon: the command users run. Subcommands live in tui/commands/; this file only parses the
+// command line (CLI11) and dispatches.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tui/commands/commands.hpp"
+#include "tui/version.hpp"
+
+namespace {
+using namespace platoon::cli;
+
+int usage_error(const std::string& cmd, const std::string& msg) {
+  std::fprintf(stderr, "platoon%s%s: %s\n", cmd.empty() ? "" : " ", cmd.c_str(), msg.c_str());
+  return kExitUsage;
+}
+
+// Target options shared by the live subcommands.
+struct TargetFlags {
+  std::string pids, comm;
+  void add_to(CLI::App* sub) {
+    sub->add_option("-p,--pid", pids, "process id(s) to watch, comma separated");
+    sub->add_option("-c,--comm", comm, "watch every process with this name, also ones started later");
+  }
+  bool resolve(const std::vector<std::string>& command, LiveOptions& live, std::string& error) const {
+    if (!pids.empty() && !parse_pid_list(pids, live.target.pids, error)) return false;
+    live.target.comm = comm;
+    live.target.command = command;
+    return validate_target(live.target, error);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Everything after the first "--" is the command to launch and watch.
+  std::vector<std::string> command;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+      break;
+    }
+    args.push_back(argv[i]);
+  }
+
+  CLI::App app{"platoon: how the Linux scheduler treats the threads of event-loop and fiber servers"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("platoon ") + platoon::kVersion);
+
+  RecordOptions rec;
+  TargetFlags rec_target;
+  std::string rec_duration, rec_interval = "1";
+  bool rec_no_events = false;
+  CLI::App* record = app.add_subcommand("record", "record scheduler aggregates and events of a process to a trace file");
+  rec_target.add_to(record);
+  record->add_option("-d,--duration", rec_duration, "stop after this long (10, 10s, 500ms, 2m); default: until Ctrl-C");
+  record->add_option("-i,--interval", rec_interval, "one aggregate snapshot per interval")->capture_default_str();
+  record->add_option("-o,--output", rec.output, "trace file to write (mode 0600)")->required();
+  record->add_flag("--procfs", rec.live.procfs, "sample /proc instead of loading BPF (fewer fields)");
+  record->add_flag("--no-events", rec_no_events, "aggregates only, no raw scheduler events");
+  record->add_option("--ringbuf-mb", rec.live.ringbuf_mb, "ring buffer size for raw events")->capture_default_str();
+  record->add_flag("--raw-tp", rec.live.raw_tp, "attach with raw_tp even if tp_btf works");
+  record->add_flag("-q,--quiet", rec.quiet, "no progress lines");
+  record->add_flag("-v,--verbose", rec.live.verbose, "show libbpf's messages");
+  record->footer("Examples:\n  platoon record --pid 1234 --duration 10 -o run.trace\n"
+                 "  platoon record --comm nginx -o nginx.trace\n"
+                 "  platoon record -o server.trace -- build/bin/platoon-server --port 8080 --backend 127.0.0.1:9090");
+
+  ReportOptions rep;
+  CLI::App* report = app.add_subcommand("report", "print the per-thread scheduling tables of a trace file");
+  report->add_option("file", rep.file, "trace file written by platoon record")->required();
+  report->add_option("--vs", rep.vs, "a second trace: print both side by side with ratios");
+  report->add_option("-f,--format", rep.format, "text or json")->capture_default_str();
+
+  try {
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    return usage_error("", msg + " (see platoon --help)");
+  }
+
+  std::string error;
+  if (record->parsed()) {
+    if (!rec_target.resolve(command, rec.live, error)) return usage_error("record", error);
+    if (!rec_duration.empty() && (!parse_seconds(rec_duration, rec.duration_s) || rec.duration_s <= 0))
+      return usage_error("record", "bad --duration '" + rec_duration + "'");
+    if (!parse_seconds(rec_interval, rec.interval_s) || rec.interval_s < 0.01 || rec.interval_s > 3600)
+      return usage_error("record", "bad --interval '" + rec_interval + "' (10ms to 1h)");
+    if (rec.live.ringbuf_mb < 1 || rec.live.ringbuf_mb > 1024)
+      return usage_error("record", "--ringbuf-mb must be 1..1024");
+    rec.events = !rec_no_events;
+    return run_record(rec);
+  }
+  if (!command.empty()) return usage_error("", "'-- CMD' is only for record, top, doctor and exporter");
+  if (report->parsed()) {
+    if (rep.format != "text" && rep.format != "json")
+      return usage_error("report", "--format must be text or json, not '" + rep.format + "'");
+    return run_report(rep);
+  }
+  return kExitUsage;
+}

@@ -1,0 +1,4 @@
+#pragma once
+namespace platoon {
+inline constexpr const char* kVersion = "0.4.0";
+}
