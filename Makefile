@@ -3,6 +3,8 @@
 #   make test       install missing packages, build, run every test
 #   make bench      run the benchmarks, figures as JSON under build/bench/
 #   make demo       install, build and run the demo
+#   make fuzz       libFuzzer targets, FUZZ_SECONDS each (default 600)
+#   make install    binaries into $(PREFIX)/bin (default /usr/local)
 #   SAN=thread|address   build with a sanitizer (into build/san-$(SAN)/)
 #   BUILD=dir       build somewhere else (default build/)
 #   V=1             show the commands
@@ -216,7 +218,7 @@ $(OBJ)/%.o: %.cpp Makefile
 ALL := $(RUNTIME_LIB) $(RUNTIME_TESTS) $(BENCH_BIN) $(SERVER_BINS) $(SERVER_TESTS) \
        $(PLATOON_BIN) $(MODEL_TESTS) $(BPF_TESTS)
 
-.PHONY: all test bench demo deps clean fuzz
+.PHONY: all test bench demo deps clean fuzz install
 all: $(ALL)
 
 deps:
@@ -233,6 +235,11 @@ bench: deps
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/demo.sh $(BUILD)
+
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(PLATOON_BIN) $(SERVER_BINS) $(DESTDIR)$(PREFIX)/bin/
 
 fuzz: deps $(FUZZ_BIN)
 	$(Q)scripts/run-fuzz.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_BIN)
