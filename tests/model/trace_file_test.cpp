@@ -1,0 +1,724 @@
+// The trace file: round trips of every field, crash and corruption behaviour, permissions, the
+// documented errors, a writer killed mid-run.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include "tui/model/trace_reader.hpp"
+#include "tui/model/trace_writer.hpp"
+
+namespace platoon::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+class TraceFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "platoon-trace-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string dir_;
+};
+
+std::vector<uint8_t> slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+void spit(const std::string& path, std::span<const uint8_t> bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+TraceMeta sample_meta() {
+  TraceMeta m;
+  m.tool_version = "platoon 0.4.0-test";
+  m.hostname = "bench-host";
+  m.kernel = "6.1.0-18-amd64";
+  m.target = "-- ./platoon-server --port 8080";
+  m.attach_mode = "tp_btf";
+  m.source = Source::bpf;
+  m.ncpus = 2;
+  m.interval_ns = 1'000'000'000;
+  m.start_boottime_ns = 123'456'789'012;
+  m.start_realtime_ns = 1'700'000'000'123'456'789;
+  m.pids = {4242, 4243};
+  m.comm = "platoon-server";
+  m.command = {"./platoon-server", "--port", "8080", "arg with spaces"};
+  return m;
+}
+
+// Distinct non-zero values everywhere, derived from `seed`, so a swapped or dropped field shows.
+ThreadSample sample_thread(uint32_t tid, uint64_t seed) {
+  ThreadSample t;
+  uint64_t v = seed * 1000 + tid;
+  auto next = [&] { return v += 7919; };
+  t.tid = tid;
+  t.pid = 4242;
+  t.comm = "carrier-" + std::to_string(tid);
+  t.exited = tid % 2 == 1;
+  t.first_seen_ns = next();
+  t.last_cpu = tid % 3;
+  t.run_ns = next() * 1'000'000;  // large: multi-byte varints
+  t.wait_ns = next();
+  t.switches_voluntary = next();
+  t.switches_involuntary = next();
+  t.switch_ins = next();
+  t.migrations = next();
+  t.wakeups = next();
+  t.runq_max_ns = ~uint64_t{0} - seed;  // the full 64-bit range
+  for (auto& x : t.runq_hist) x = next();
+  t.runq_hist[kRunqSlots - 1] = 0;      // trailing zeros are trimmed on disk
+  t.cpu_switch_ins = {next(), 0, next()};
+  t.io_cycles = next();
+  t.io_events = next();
+  t.io_blocked_ns = next();
+  for (auto& x : t.io_events_hist) x = next() % 5;
+  t.drains = next();
+  t.drain_depth_sum = next();
+  t.drain_depth_hist[0] = next();
+  t.drain_depth_hist[kBatchSlots - 1] = next();
+  t.drain_fibers_run = next();
+  t.drain_ns = next();
+  t.steals = next();
+  t.stolen_fibers = next();
+  t.polls = next();
+  t.poll_events = next();
+  return t;
+}
+
+Snapshot sample_snapshot(uint64_t seed, int nthreads = 3) {
+  Snapshot s;
+  s.ts_ns = 123'456'789'012 + seed * 1'000'000'000;
+  s.source = seed % 2 ? Source::procfs : Source::bpf;
+  s.fields = seed % 2 ? uint32_t{kFieldsProcfs} : uint32_t{kFieldsBpf};
+  for (int i = 0; i < nthreads; ++i) s.threads.push_back(sample_thread(4242 + uint32_t(i), seed));
+  s.pairs.push_back({4242, PairKind::preempted_by, 99, 98, "master-poller", 300 + seed, 90'000'000});
+  s.pairs.push_back({4243, PairKind::woken_by, 0, 0, "", 5000, 0});
+  s.lost_events_per_cpu = {seed, 0, 17};
+  s.untracked_threads = 1 + seed;
+  s.lost_pairs = 2 + seed;
+  s.lost_targets = 3 + seed;
+  return s;
+}
+
+void expect_same_thread(const ThreadSample& a, const ThreadSample& b) {
+  SCOPED_TRACE("tid " + std::to_string(a.tid));
+  EXPECT_EQ(a.tid, b.tid);
+  EXPECT_EQ(a.pid, b.pid);
+  EXPECT_EQ(a.comm, b.comm);
+  EXPECT_EQ(a.exited, b.exited);
+  EXPECT_EQ(a.first_seen_ns, b.first_seen_ns);
+  EXPECT_EQ(a.last_cpu, b.last_cpu);
+  EXPECT_EQ(a.run_ns, b.run_ns);
+  EXPECT_EQ(a.wait_ns, b.wait_ns);
+  EXPECT_EQ(a.switches_voluntary, b.switches_voluntary);
+  EXPECT_EQ(a.switches_involuntary, b.switches_involuntary);
+  EXPECT_EQ(a.switch_ins, b.switch_ins);
+  EXPECT_EQ(a.migrations, b.migrations);
+  EXPECT_EQ(a.wakeups, b.wakeups);
+  EXPECT_EQ(a.runq_max_ns, b.runq_max_ns);
+  EXPECT_EQ(a.runq_hist, b.runq_hist);
+  EXPECT_EQ(a.cpu_switch_ins, b.cpu_switch_ins);
+  EXPECT_EQ(a.io_cycles, b.io_cycles);
+  EXPECT_EQ(a.io_events, b.io_events);
+  EXPECT_EQ(a.io_blocked_ns, b.io_blocked_ns);
+  EXPECT_EQ(a.io_events_hist, b.io_events_hist);
+  EXPECT_EQ(a.drains, b.drains);
+  EXPECT_EQ(a.drain_depth_sum, b.drain_depth_sum);
+  EXPECT_EQ(a.drain_depth_hist, b.drain_depth_hist);
+  EXPECT_EQ(a.drain_fibers_run, b.drain_fibers_run);
+  EXPECT_EQ(a.drain_ns, b.drain_ns);
+  EXPECT_EQ(a.steals, b.steals);
+  EXPECT_EQ(a.stolen_fibers, b.stolen_fibers);
+  EXPECT_EQ(a.polls, b.polls);
+  EXPECT_EQ(a.poll_events, b.poll_events);
+}
+
+void expect_same_snapshot(const Snapshot& a, const Snapshot& b) {
+  EXPECT_EQ(a.ts_ns, b.ts_ns);
+  EXPECT_EQ(a.source, b.source);
+  EXPECT_EQ(a.fields, b.fields);
+  EXPECT_EQ(a.lost_events_per_cpu, b.lost_events_per_cpu);
+  EXPECT_EQ(a.untracked_threads, b.untracked_threads);
+  EXPECT_EQ(a.lost_pairs, b.lost_pairs);
+  EXPECT_EQ(a.lost_targets, b.lost_targets);
+  ASSERT_EQ(a.threads.size(), b.threads.size());
+  for (size_t i = 0; i < a.threads.size(); ++i) expect_same_thread(a.threads[i], b.threads[i]);
+  ASSERT_EQ(a.pairs.size(), b.pairs.size());
+  for (size_t i = 0; i < a.pairs.size(); ++i) {
+    EXPECT_EQ(a.pairs[i].tid, b.pairs[i].tid);
+    EXPECT_EQ(a.pairs[i].kind, b.pairs[i].kind);
+    EXPECT_EQ(a.pairs[i].other_tid, b.pairs[i].other_tid);
+    EXPECT_EQ(a.pairs[i].other_pid, b.pairs[i].other_pid);
+    EXPECT_EQ(a.pairs[i].other_comm, b.pairs[i].other_comm);
+    EXPECT_EQ(a.pairs[i].count, b.pairs[i].count);
+    EXPECT_EQ(a.pairs[i].ns, b.pairs[i].ns);
+  }
+}
+
+template <class T>
+void append_record(std::vector<uint8_t>& buf, const T& rec) {
+  size_t at = buf.size();
+  buf.resize(at + sizeof rec);
+  std::memcpy(buf.data() + at, &rec, sizeof rec);
+}
+
+platoon_event_header header(uint16_t type, uint64_t ts, uint32_t tid) {
+  platoon_event_header h{};
+  h.ts_ns = ts;
+  h.type = type;
+  h.cpu = uint16_t(tid % 2);
+  h.tid = tid;
+  return h;
+}
+
+// One record of every type, with `base` folded into every value.
+constexpr uint64_t kEventsPerBatch = 9;
+std::vector<uint8_t> sample_events(uint64_t base, uint64_t* count) {
+  std::vector<uint8_t> buf;
+  platoon_ev_switch sw{};
+  sw.h = header(PLATOON_EV_SWITCH, base + 1, 4242);
+  sw.prev_pid = 4242;
+  sw.next_tid = 99;
+  sw.next_pid = 98;
+  sw.prev_state = 0;
+  sw.prev_prio = 120;
+  sw.next_prio = -1;
+  std::strcpy(sw.prev_comm, "carrier-0");
+  std::strcpy(sw.next_comm, "master-poller");
+  append_record(buf, sw);
+  for (uint16_t type : {PLATOON_EV_WAKING, PLATOON_EV_WAKEUP, PLATOON_EV_WAKEUP_NEW}) {
+    platoon_ev_wake w{};
+    w.h = header(type, base + 2 + type, 4243);
+    w.pid = 4242;
+    w.target_cpu = 1;
+    w.prio = 120;
+    w.waker_tid = 99;
+    std::strcpy(w.comm, "carrier-1");
+    append_record(buf, w);
+  }
+  platoon_ev_migrate m{};
+  m.h = header(PLATOON_EV_MIGRATE, base + 10, 4242);
+  m.pid = 4242;
+  m.orig_cpu = 0;
+  m.dest_cpu = 1;
+  m.prio = 120;
+  append_record(buf, m);
+  platoon_ev_exit e{};
+  e.h = header(PLATOON_EV_EXIT, base + 11, 4244);
+  e.pid = 4242;
+  append_record(buf, e);
+  platoon_ev_epoll ep{};
+  ep.h = header(PLATOON_EV_EPOLL, base + 12, 4242);
+  ep.nevents = -4;  // -EINTR
+  ep.enter_ns = base + 5;
+  append_record(buf, ep);
+  for (uint16_t type : {PLATOON_EV_DRAIN, PLATOON_EV_STEAL}) {
+    platoon_ev_runtime r{};
+    r.h = header(type, base + 13 + type, 4242);
+    r.carrier = 1;
+    r.a = -2;
+    r.b = int64_t(base);
+    append_record(buf, r);
+  }
+  *count = kEventsPerBatch;
+  return buf;
+}
+
+std::vector<uint8_t> collect_events(const TraceContents& c, std::vector<uint16_t>* types = nullptr) {
+  std::vector<uint8_t> out;
+  EXPECT_TRUE(for_each_event(c, [&](const platoon_event_header& h, const void* rec, size_t size) {
+    EXPECT_EQ(size, event_record_size(h.type));
+    if (types) types->push_back(h.type);
+    auto p = static_cast<const uint8_t*>(rec);
+    out.insert(out.end(), p, p + size);
+  }));
+  return out;
+}
+
+TEST_F(TraceFileTest, RoundTripsEveryField) {
+  for (bool compress : {true, false}) {
+    SCOPED_TRACE(compress ? "compressed" : "stored");
+    std::string file = path(compress ? "z.plt" : "s.plt");
+    std::string error;
+    TraceWriter::Options opts;
+    opts.compress = compress;
+    auto w = TraceWriter::create(file, sample_meta(), opts, &error);
+    ASSERT_TRUE(w) << error;
+    std::vector<Snapshot> snaps;
+    std::vector<uint8_t> events;
+    uint64_t nevents = 0;
+    for (uint64_t i = 0; i < 4; ++i) {
+      snaps.push_back(sample_snapshot(i, 2 + int(i)));
+      ASSERT_TRUE(w->write_snapshot(snaps.back())) << w->error();
+      uint64_t n = 0;
+      auto batch = sample_events(i * 100, &n);
+      ASSERT_TRUE(w->write_events(batch.data(), batch.size(), n)) << w->error();
+      events.insert(events.end(), batch.begin(), batch.end());
+      nevents += n;
+    }
+    // A batch bigger than one events chunk is split at record boundaries.
+    std::vector<uint8_t> big;
+    uint64_t nbig = 0;
+    while (big.size() < 3 * kEventChunkRawBytes / 2) {
+      uint64_t n = 0;
+      auto batch = sample_events(big.size(), &n);
+      big.insert(big.end(), batch.begin(), batch.end());
+      nbig += n;
+    }
+    ASSERT_TRUE(w->write_events(big.data(), big.size(), nbig)) << w->error();
+    events.insert(events.end(), big.begin(), big.end());
+    nevents += nbig;
+    ASSERT_TRUE(w->write_events(nullptr, 0, 0));  // nothing to write is fine
+    ASSERT_TRUE(w->write_note(5, "target 4242 exited at +3.2 s"));
+    ASSERT_TRUE(w->write_note(6, "usdt: attached 4 probes to /proc/4242/exe"));
+    ASSERT_TRUE(w->finish(std::string(kStopTargetExited))) << w->error();
+    EXPECT_EQ(w->bytes_written(), std::filesystem::file_size(file));
+    EXPECT_FALSE(w->write_note(7, "after finish"));
+
+    auto c = read_trace(file, &error);
+    ASSERT_TRUE(c) << error;
+    TraceMeta want = sample_meta();
+    EXPECT_EQ(c->meta.version, 1u);
+    EXPECT_EQ(c->meta.minor_version, kTraceMinorVersion);
+    EXPECT_EQ(c->meta.tool_version, want.tool_version);
+    EXPECT_EQ(c->meta.hostname, want.hostname);
+    EXPECT_EQ(c->meta.kernel, want.kernel);
+    EXPECT_EQ(c->meta.target, want.target);
+    EXPECT_EQ(c->meta.attach_mode, want.attach_mode);
+    EXPECT_EQ(c->meta.source, want.source);
+    EXPECT_EQ(c->meta.ncpus, want.ncpus);
+    EXPECT_EQ(c->meta.interval_ns, want.interval_ns);
+    EXPECT_EQ(c->meta.start_boottime_ns, want.start_boottime_ns);
+    EXPECT_EQ(c->meta.start_realtime_ns, want.start_realtime_ns);
+    EXPECT_EQ(c->meta.pids, want.pids);
+    EXPECT_EQ(c->meta.comm, want.comm);
+    EXPECT_EQ(c->meta.command, want.command);
+    ASSERT_EQ(c->snapshots.size(), snaps.size());
+    for (size_t i = 0; i < snaps.size(); ++i) expect_same_snapshot(c->snapshots[i], snaps[i]);
+    ASSERT_EQ(c->notes.size(), 2u);
+    EXPECT_EQ(c->notes[0].ts_ns, 5u);
+    EXPECT_EQ(c->notes[0].text, "target 4242 exited at +3.2 s");
+    EXPECT_EQ(c->notes[1].text, "usdt: attached 4 probes to /proc/4242/exe");
+    EXPECT_EQ(c->stop_reason, kStopTargetExited);
+    EXPECT_GT(c->end_boottime_ns, 0u);
+    EXPECT_TRUE(c->complete);
+    EXPECT_FALSE(c->truncated);
+    EXPECT_EQ(c->event_count, nevents);
+    std::vector<uint16_t> types;
+    EXPECT_EQ(collect_events(*c, &types), events);
+    ASSERT_GE(types.size(), kEventsPerBatch);
+    EXPECT_EQ(types[0], PLATOON_EV_SWITCH);
+    EXPECT_EQ(types[8], PLATOON_EV_STEAL);
+    auto sw = event_as<platoon_ev_switch>(c->events.data(), sizeof(platoon_ev_switch));
+    ASSERT_TRUE(sw);
+    EXPECT_STREQ(sw->next_comm, "master-poller");
+    EXPECT_EQ(sw->next_prio, -1);
+
+    // The same events through a callback, without keeping them.
+    std::vector<uint8_t> streamed;
+    ReadOptions ro;
+    ro.on_event = [&](const platoon_event_header&, const void* rec, size_t size) {
+      auto p = static_cast<const uint8_t*>(rec);
+      streamed.insert(streamed.end(), p, p + size);
+    };
+    auto c2 = read_trace(file, &error, ro);
+    ASSERT_TRUE(c2) << error;
+    EXPECT_TRUE(c2->events.empty());
+    EXPECT_EQ(c2->event_count, nevents);
+    EXPECT_EQ(streamed, events);
+  }
+  // Compression pays on these snapshots and events.
+  EXPECT_LT(std::filesystem::file_size(path("z.plt")) * 2, std::filesystem::file_size(path("s.plt")));
+}
+
+TEST_F(TraceFileTest, WriterFillsHostClockAndCpusWhenLeftEmpty) {
+  std::string error;
+  auto w = TraceWriter::create(path("t.plt"), TraceMeta{}, &error);
+  ASSERT_TRUE(w) << error;
+  ASSERT_TRUE(w->finish(std::string(kStopInterrupted)));
+  auto c = read_trace(path("t.plt"), &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_FALSE(c->meta.hostname.empty());
+  EXPECT_FALSE(c->meta.kernel.empty());
+  EXPECT_GT(c->meta.ncpus, 0u);
+  EXPECT_GT(c->meta.start_boottime_ns, 0u);
+  EXPECT_GT(c->meta.start_realtime_ns, c->meta.start_boottime_ns);
+  EXPECT_GE(c->end_boottime_ns, c->meta.start_boottime_ns);
+  EXPECT_TRUE(c->snapshots.empty());
+  EXPECT_TRUE(c->complete);
+}
+
+// Writes a small trace and returns its bytes and the offset where each chunk ends.
+std::vector<uint8_t> chunked_trace(const std::string& file, std::vector<uint64_t>* ends) {
+  std::string error;
+  auto w = TraceWriter::create(file, sample_meta(), &error);
+  EXPECT_TRUE(w) << error;
+  ends->push_back(w->bytes_written());  // header + META
+  for (uint64_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(w->write_snapshot(sample_snapshot(i)));
+    ends->push_back(w->bytes_written());
+    uint64_t n = 0;
+    auto ev = sample_events(i, &n);
+    EXPECT_TRUE(w->write_events(ev.data(), ev.size(), n));
+    ends->push_back(w->bytes_written());
+  }
+  EXPECT_TRUE(w->write_note(9, "target 4242 exited at +3.2 s"));
+  ends->push_back(w->bytes_written());
+  EXPECT_TRUE(w->finish(std::string(kStopDuration)));
+  ends->push_back(w->bytes_written());
+  return slurp(file);
+}
+
+TEST_F(TraceFileTest, TruncatedAtEveryOffsetKeepsCompleteChunks) {
+  std::vector<uint64_t> ends;
+  auto bytes = chunked_trace(path("full.plt"), &ends);
+  ASSERT_EQ(ends.back(), bytes.size());
+  // Every offset from the start of the fifth-last chunk to one byte short of the end.
+  for (uint64_t cut = ends[ends.size() - 6]; cut < bytes.size(); ++cut) {
+    SCOPED_TRACE("cut at " + std::to_string(cut));
+    std::string error;
+    auto c = read_trace_bytes(std::span(bytes.data(), cut), &error);
+    ASSERT_TRUE(c) << error;
+    // Chunks that end at or before the cut (the first entry is header + META).
+    size_t whole = size_t(std::upper_bound(ends.begin(), ends.end(), cut) - ends.begin()) - 1;
+    uint64_t boundary = ends[whole];
+    EXPECT_EQ(c->truncated, cut != boundary);
+    if (c->truncated) {
+      EXPECT_EQ(c->truncated_at, boundary);
+      EXPECT_THAT(c->truncated_reason, HasSubstr("incomplete"));
+    }
+    EXPECT_FALSE(c->complete);
+    // Chunks alternate SNAP, EVTS after META; then NOTE and STOP.
+    size_t data_chunks = std::min<size_t>(whole, 6);
+    EXPECT_EQ(c->snapshots.size(), (data_chunks + 1) / 2);
+    EXPECT_EQ(c->event_count, kEventsPerBatch * (data_chunks / 2));
+    EXPECT_EQ(c->notes.size(), whole >= 7 ? 1u : 0u);
+    for (size_t i = 0; i < c->snapshots.size(); ++i) expect_same_snapshot(c->snapshots[i], sample_snapshot(i));
+  }
+  // And through the file path, as a crashed recorder leaves it.
+  ASSERT_EQ(::truncate(path("full.plt").c_str(), off_t(ends[3] + 5)), 0);
+  std::string error;
+  auto c = read_trace(path("full.plt"), &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_TRUE(c->truncated);
+  EXPECT_EQ(c->truncated_at, ends[3]);
+  EXPECT_EQ(c->snapshots.size(), 2u);
+}
+
+TEST_F(TraceFileTest, FlippedByteIsCaughtByTheChecksum) {
+  std::vector<uint64_t> ends;
+  auto bytes = chunked_trace(path("full.plt"), &ends);
+  // Every byte of the second SNAP chunk (ends[2]..ends[3]), one at a time.
+  for (uint64_t at = ends[2]; at < ends[3]; ++at) {
+    SCOPED_TRACE("flip at " + std::to_string(at));
+    auto bad = bytes;
+    bad[at] ^= 0x40;
+    std::string error;
+    auto c = read_trace_bytes(bad, &error);
+    ASSERT_TRUE(c) << error;
+    EXPECT_TRUE(c->truncated);
+    EXPECT_EQ(c->truncated_at, ends[2]);
+    EXPECT_EQ(c->snapshots.size(), 1u);
+    EXPECT_EQ(c->event_count, kEventsPerBatch);
+    EXPECT_FALSE(c->complete);
+    if (at >= ends[2] + 8) {  // not the length field
+      EXPECT_EQ(c->truncated_reason, "checksum mismatch");
+    }
+  }
+  // In META it is an error: without the metadata nothing can be interpreted.
+  auto bad = bytes;
+  bad[kTraceHeaderBytes + kChunkHeaderBytes + 3] ^= 1;
+  std::string error;
+  EXPECT_FALSE(read_trace_bytes(bad, &error));
+  EXPECT_EQ(error, "trace metadata missing or corrupt (checksum mismatch at byte 16)");
+}
+
+TEST_F(TraceFileTest, CreatedWithMode0600EvenIfTheFileExisted) {
+  std::string file = path("perm.plt");
+  {
+    int fd = ::open(file.c_str(), O_WRONLY | O_CREAT, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::fchmod(fd, 0644), 0);
+    ASSERT_EQ(::write(fd, "old contents", 12), 12);
+    ::close(fd);
+  }
+  mode_t old_mask = ::umask(0);
+  std::string error;
+  auto w = TraceWriter::create(file, sample_meta(), &error);
+  ::umask(old_mask);
+  ASSERT_TRUE(w) << error;
+  struct stat st {};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_TRUE(w->finish(std::string(kStopDuration)));
+  auto c = read_trace(file, &error);
+  ASSERT_TRUE(c) << error;  // old contents gone (O_TRUNC)
+  EXPECT_TRUE(c->complete);
+
+  std::string other = path("new.plt");
+  w = TraceWriter::create(other, sample_meta(), &error);
+  ASSERT_TRUE(w) << error;
+  ASSERT_EQ(::stat(other.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+}
+
+TEST_F(TraceFileTest, DocumentedOneLineErrors) {
+  std::string error;
+  std::string text = path("notes.txt");
+  const std::string words = "these are not the bytes you are looking for\n";
+  spit(text, std::span(reinterpret_cast<const uint8_t*>(words.data()), words.size()));
+  EXPECT_FALSE(read_trace(text, &error));
+  EXPECT_EQ(error, text + ": not a platoon trace");
+  spit(path("empty"), {});
+  EXPECT_FALSE(read_trace(path("empty"), &error));
+  EXPECT_EQ(error, path("empty") + ": not a platoon trace");
+  EXPECT_FALSE(read_trace(path("missing.plt"), &error));
+  EXPECT_EQ(error, path("missing.plt") + ": No such file or directory");
+  EXPECT_FALSE(read_trace(dir_, &error));
+  EXPECT_EQ(error, dir_ + ": not a regular file");
+
+  std::vector<uint64_t> ends;
+  auto bytes = chunked_trace(path("full.plt"), &ends);
+  auto newer = bytes;
+  newer[8] = 2;  // major version, little-endian u16
+  spit(path("newer.plt"), newer);
+  EXPECT_FALSE(read_trace(path("newer.plt"), &error));
+  EXPECT_EQ(error, path("newer.plt") + ": unsupported trace version 2 (this platoon reads 1)");
+  EXPECT_FALSE(read_trace_bytes(std::span(bytes.data(), 12), &error));
+  EXPECT_EQ(error, "truncated trace header");
+  EXPECT_FALSE(read_trace_bytes(std::span(bytes.data(), 20), &error));
+  EXPECT_EQ(error, "trace metadata missing or corrupt (incomplete chunk header at byte 16)");
+
+  // A newer minor version reads fine.
+  auto minor = bytes;
+  minor[10] = 7;
+  auto c = read_trace_bytes(minor, &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_EQ(c->meta.minor_version, 7u);
+  EXPECT_TRUE(c->complete);
+}
+
+// A chunk as a writer would frame it, for hand-made hostile content with a valid checksum.
+std::vector<uint8_t> frame(uint32_t type, const std::vector<uint8_t>& payload) {
+  std::vector<uint8_t> c(kChunkHeaderBytes);
+  auto put = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) c[at + size_t(i)] = uint8_t(v >> (8 * i));
+  };
+  put(0, type);
+  put(4, uint32_t(payload.size()));
+  put(8, chunk_crc(c.data(), payload.data(), payload.size()));
+  c.insert(c.end(), payload.begin(), payload.end());
+  return c;
+}
+
+TEST_F(TraceFileTest, HostileChunksEndTheReadWithoutHarm) {
+  std::string error;
+  {
+    auto w = TraceWriter::create(path("base.plt"), sample_meta(), &error);
+    ASSERT_TRUE(w) << error;
+    ASSERT_TRUE(w->write_snapshot(sample_snapshot(0)));
+  }  // no finish: like a recorder that died
+  const auto base = slurp(path("base.plt"));
+  auto read_with = [&](const std::vector<uint8_t>& chunk) {
+    auto bytes = base;
+    bytes.insert(bytes.end(), chunk.begin(), chunk.end());
+    auto c = read_trace_bytes(bytes, &error);
+    EXPECT_TRUE(c) << error;
+    if (c) {
+      EXPECT_EQ(c->snapshots.size(), 1u);
+      EXPECT_EQ(c->truncated_at, base.size());
+    }
+    return c ? c->truncated_reason : std::string("no contents");
+  };
+  const uint32_t evts = static_cast<uint32_t>(ChunkType::events);
+  const uint32_t snap = static_cast<uint32_t>(ChunkType::snapshot);
+
+  // A length of 4 GiB - 1: refused before any allocation.
+  std::vector<uint8_t> huge = frame(snap, {0, 1, 2});
+  huge[4] = huge[5] = huge[6] = huge[7] = 0xff;
+  EXPECT_EQ(read_with(huge), "chunk length over the format's limit");
+  // A zlib body claiming 16 MiB from 3 bytes.
+  EXPECT_EQ(read_with(frame(snap, {1, 0x80, 0x80, 0x80, 0x08, 0x78, 0x01, 0x03})), "bad compressed length");
+  EXPECT_EQ(read_with(frame(snap, {1, 0x10, 0x78, 0x01, 0x03})), "bad compressed data");
+  EXPECT_EQ(read_with(frame(snap, {9})), "unknown chunk encoding 9");
+  // A snapshot claiming 2^60 threads, a bad source, an 11-byte varint.
+  EXPECT_EQ(read_with(frame(snap, {0, 1, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10})),
+            "malformed chunk");
+  EXPECT_EQ(read_with(frame(snap, {0, 1, 7, 0})), "malformed chunk");
+  EXPECT_EQ(read_with(frame(snap, {0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01})),
+            "malformed chunk");
+  // A thread whose run-queue histogram claims more slots than the format has.
+  {
+    std::vector<uint8_t> p = {0, 1, 0, 0, 0, 0, 0, 0, /*threads*/ 1, /*tid*/ 1, /*pid*/ 1, /*comm*/ 0,
+                              /*exited*/ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /*runq slots*/ 41};
+    p.resize(p.size() + 300, 0);
+    EXPECT_EQ(read_with(frame(snap, p)), "malformed chunk");
+  }
+  // Events: an unknown type, a record cut short, a count that does not match.
+  std::vector<uint8_t> rec(sizeof(platoon_ev_exit), 0);
+  rec[8] = 42;  // type
+  auto events_payload = [](uint8_t count, const std::vector<uint8_t>& records) {
+    std::vector<uint8_t> p = {0, count};
+    p.insert(p.end(), records.begin(), records.end());
+    return p;
+  };
+  EXPECT_EQ(read_with(frame(evts, events_payload(1, rec))), "malformed chunk");
+  rec[8] = PLATOON_EV_SWITCH;  // 72 bytes needed, 24 present
+  EXPECT_EQ(read_with(frame(evts, events_payload(1, rec))), "malformed chunk");
+  rec[8] = PLATOON_EV_EXIT;
+  EXPECT_EQ(read_with(frame(evts, events_payload(2, rec))), "malformed chunk");
+  EXPECT_EQ(read_with(frame(static_cast<uint32_t>(ChunkType::meta), {0})), "malformed chunk");
+
+  // Unknown chunk types (a newer minor version) are skipped, not fatal.
+  auto bytes = base;
+  auto unknown = frame(fourcc('X', 'T', 'R', 'A'), {0, 1, 2, 3});
+  bytes.insert(bytes.end(), unknown.begin(), unknown.end());
+  auto good = frame(evts, events_payload(1, rec));
+  bytes.insert(bytes.end(), good.begin(), good.end());
+  auto c = read_trace_bytes(bytes, &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_FALSE(c->truncated);
+  EXPECT_EQ(c->skipped_chunks, 1u);
+  EXPECT_EQ(c->event_count, 1u);
+}
+
+TEST_F(TraceFileTest, WriterRefusesRecordsThatDoNotParse) {
+  std::string error;
+  auto w = TraceWriter::create(path("w.plt"), sample_meta(), &error);
+  ASSERT_TRUE(w) << error;
+  uint64_t n = 0;
+  auto ev = sample_events(0, &n);
+  EXPECT_FALSE(w->write_events(ev.data(), ev.size() - 1, n));
+  EXPECT_THAT(w->error(), HasSubstr("do not parse"));
+  // The writer stays failed: nothing half-valid goes after a refused batch.
+  EXPECT_FALSE(w->write_snapshot(sample_snapshot(0)));
+  auto w2 = TraceWriter::create(path("w2.plt"), sample_meta(), &error);
+  ASSERT_TRUE(w2);
+  EXPECT_FALSE(w2->write_events(ev.data(), ev.size(), n + 1));
+  auto w3 = TraceWriter::create(path("w3.plt"), sample_meta(), &error);
+  ASSERT_TRUE(w3);
+  ev[8] = 77;  // unknown type in the first record
+  EXPECT_FALSE(w3->write_events(ev.data(), ev.size(), n));
+  EXPECT_FALSE(TraceWriter::create(path("no/such/dir.plt"), sample_meta(), &error));
+  EXPECT_EQ(error, path("no/such/dir.plt") + ": No such file or directory");
+}
+
+// A write the file system refuses (here: RLIMIT_FSIZE, EFBIG; ENOSPC takes the same path) is an
+// error with the reason, and the file still ends on a chunk boundary.
+TEST_F(TraceFileTest, FailedWriteIsAnErrorAndLeavesAReadableFile) {
+  std::string file = path("limited.plt");
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipefd[0]);
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit lim{20000, 20000};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    std::string err;
+    auto w = TraceWriter::create(file, sample_meta(), TraceWriter::Options{false, true}, &err);
+    if (!w) ::_exit(2);
+    for (uint64_t i = 0; i < 1000; ++i)
+      if (!w->write_snapshot(sample_snapshot(i))) break;
+    std::string msg = w->error();
+    (void)!::write(pipefd[1], msg.data(), msg.size());
+    ::_exit(w->write_note(1, "after failure") ? 3 : 0);
+  }
+  ::close(pipefd[1]);
+  char buf[512] = {};
+  ssize_t got = ::read(pipefd[0], buf, sizeof buf - 1);
+  ::close(pipefd[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  ASSERT_GT(got, 0);
+  EXPECT_EQ(std::string(buf), file + ": write: File too large");
+  std::string error;
+  auto c = read_trace(file, &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_FALSE(c->truncated);
+  EXPECT_FALSE(c->complete);
+  EXPECT_GT(c->snapshots.size(), 2u);
+}
+
+TEST_F(TraceFileTest, WriterKilledMidRunLeavesAReadableFile) {
+  std::string file = path("killed.plt");
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipefd[0]);
+    std::string err;
+    auto w = TraceWriter::create(file, sample_meta(), &err);
+    if (!w) ::_exit(2);
+    uint64_t n = 0;
+    auto ev = sample_events(0, &n);
+    for (uint64_t i = 0;; ++i) {
+      if (!w->write_snapshot(sample_snapshot(i, 50)) || !w->write_events(ev.data(), ev.size(), n)) ::_exit(3);
+      if (i == 20) (void)!::write(pipefd[1], "x", 1);  // enough is on disk: kill me any time
+    }
+  }
+  ::close(pipefd[1]);
+  char x = 0;
+  ASSERT_EQ(::read(pipefd[0], &x, 1), 1);
+  ::close(pipefd[0]);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+
+  std::string error;
+  auto c = read_trace(file, &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_FALSE(c->complete);
+  EXPECT_GE(c->snapshots.size(), 21u);
+  EXPECT_GE(c->event_count, 21u * kEventsPerBatch);
+  for (size_t i = 0; i < c->snapshots.size(); i += 7) expect_same_snapshot(c->snapshots[i], sample_snapshot(i, 50));
+}
+
+// Seeds for tests/fuzz/corpus/trace_reader_fuzz: PLATOON_WRITE_FUZZ_SEEDS=DIR model_tests
+// --gtest_filter='*FuzzSeeds*' (small files, so libFuzzer's default max_len covers them).
+TEST_F(TraceFileTest, WritesFuzzSeedsWhenAsked) {
+  const char* out = std::getenv("PLATOON_WRITE_FUZZ_SEEDS");
+  if (!out) GTEST_SKIP() << "PLATOON_WRITE_FUZZ_SEEDS not set";
+  std::string error;
+  for (bool compress : {false, true}) {
+    std::string file = std::string(out) + (compress ? "/small-zlib.plt" : "/small-stored.plt");
+    TraceWriter::Options opts;
+    opts.compress = compress;
+    auto w = TraceWriter::create(file, sample_meta(), opts, &error);
+    ASSERT_TRUE(w) << error;
+    ASSERT_TRUE(w->write_snapshot(sample_snapshot(1, 2)));
+    uint64_t n = 0;
+    auto ev = sample_events(0, &n);
+    ASSERT_TRUE(w->write_events(ev.data(), ev.size(), n));
+    ASSERT_TRUE(w->write_note(3, "target 4242 exited at +3.2 s"));
+    ASSERT_TRUE(w->finish(std::string(kStopTargetExited)));
+    ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+  }
+}
+
+}  // namespace
+}  // namespace platoon::model
