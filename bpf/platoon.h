@@ -68,6 +68,10 @@ struct platoon_thread_stats {
 	__u64 stolen_fibers;
 	__u64 polls;                    /* runtime poll probe: calls */
 	__u64 poll_events;              /* runtime poll probe: events */
+	/* added after the first layout (appended, nothing reordered): */
+	__u32 preemptor_tid;            /* in-flight: who was switched in when this thread was last
+	                                 * switched out runnable; its PREEMPTED_BY pair gets the wait */
+	__u32 seeded;                   /* 1: entry created by the attach-time task walk */
 };
 
 /* Who ran while a thread waited, and who woke it: `pairs` hash. */

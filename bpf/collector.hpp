@@ -1,0 +1,86 @@
+// The BPF collector: loads bpf/platoon.bpf.c, attaches it to the target processes and turns
+// its maps into model::Snapshot (and, when recording, hands out the ring-buffer records).
+//
+//   auto c = Collector::open({.pids = {pid}}, &kind, &message);   // nullptr + one-line message
+//   model::Snapshot a = c->snapshot(); ... model::Snapshot b = c->snapshot();
+//
+// Counting starts when the programs attach. Threads that exist then are seeded by a task
+// walk (tp_btf mode): a thread on a CPU counts run from the attach instant, a queued one
+// counts wait from it. Threads created later are seen from their first wakeup (wakeup_new).
+// In raw_tp mode there is no walk: existing threads appear at their first event and their
+// first interval (the run or wait in progress at attach) is not counted.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tui/model/snapshot.hpp"
+
+namespace platoon::bpf {
+
+struct CollectorOptions {
+  std::vector<pid_t> pids;              // target processes (tgids)
+  std::string comm;                     // and/or: processes whose name is this (now and later)
+  bool record_events = false;           // fill the ring buffer (poll_events)
+  size_t ringbuf_bytes = 16u << 20;     // rounded up to a power of two pages
+  bool attach_usdt = true;              // runtime probes of platoon-runtime targets
+  bool verbose = false;                 // libbpf's debug output to stderr
+  bool force_raw_tp = false;            // skip tp_btf (tests, old kernels)
+};
+
+enum class OpenError { none, permission, no_btf, no_such_process, other };
+
+class Collector {
+ public:
+  // nullptr on failure, with the kind and a one-line message (no trailing newline).
+  static std::unique_ptr<Collector> open(const CollectorOptions& opts, OpenError* kind,
+                                         std::string* message);
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  // Reads every map. In-flight intervals (a thread on a CPU now, or queued now) are included
+  // up to the snapshot instant. Exited threads are returned once (exited = true), then their
+  // entries and pairs are deleted.
+  model::Snapshot snapshot();
+
+  // Ring-buffer records (bpf/platoon.h layouts, raw bytes) to `sink`; returns the number of
+  // records consumed, or a negative errno. 0 records and no waiting without record_events.
+  int poll_events(int timeout_ms, const std::function<void(const void*, size_t)>& sink);
+
+  // Watch another process (a child started by `record -- CMD`, a new --comm match). Also
+  // attaches the runtime probes to it and seeds its existing threads. False if it is gone.
+  bool add_pid(pid_t tgid);
+
+  // Processes whose comm matches options.comm, found in /proc now (the exec/fork hooks catch
+  // later ones in the kernel); they are added. Returns how many were new.
+  size_t rescan_comm();
+
+  const char* attach_mode() const;      // "tp_btf" or "raw_tp"
+  std::vector<std::string> notes() const;
+
+  struct ProgramStats {
+    std::string name;
+    uint64_t run_cnt = 0;
+    uint64_t run_time_ns = 0;
+  };
+  // Per loaded program, from bpf_prog_info; zero unless kernel.bpf_stats_enabled=1.
+  std::vector<ProgramStats> program_stats() const;
+
+  struct Impl;
+
+ private:
+  explicit Collector(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// CLOCK_BOOTTIME in ns, the clock of every timestamp the programs write.
+uint64_t boottime_ns();
+
+}  // namespace platoon::bpf

@@ -1,0 +1,24 @@
+// What the collector needs from the system outside libbpf: tracefs for the syscall
+// tracepoints, and small /proc readers (process names, thread names, executables).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace platoon::bpf {
+
+// Mounts tracefs at /sys/kernel/tracing when its events are not visible there (nor under
+// debugfs). Returns the events directory that exists afterwards, or "" (with *error set).
+std::string ensure_tracefs(std::string* error);
+
+bool process_exists(pid_t pid);
+// First line of a small /proc file without the newline; "" when unreadable.
+std::string read_first_line(const std::string& path);
+std::string thread_comm(pid_t pid, pid_t tid);   // /proc/PID/task/TID/comm
+std::string exe_path(pid_t pid);                 // readlink /proc/PID/exe, "" if unknown
+// Processes (tgids) whose /proc/PID/comm equals `comm` (already truncated to 15 chars).
+std::vector<pid_t> pids_with_comm(const std::string& comm);
+
+}  // namespace platoon::bpf
