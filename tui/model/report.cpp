@@ -423,6 +423,19 @@ void text_compare_block(Out o, const std::string& title, auto get_a, auto get_b)
   }
 }
 
+// Rows end in optional columns (a thread's "new"/"exited" mark, wait ms): no trailing blanks.
+std::string strip_trailing_blanks(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    if (c == '\n') {
+      while (!out.empty() && out.back() == ' ') out.pop_back();
+    }
+    out += c;
+  }
+  return out;
+}
+
 std::string side_name(const ThreadWindow* t) { return t ? fmt::format("{} ({})", t->comm, t->tid) : "-"; }
 
 }  // namespace
@@ -483,7 +496,7 @@ std::string report_text(const ReportHeader& h, const Window& w, const ReportOpti
   text_io(o, w, ts);
   text_drain(o, w, ts);
   text_peers(o, w, ts);
-  return s;
+  return strip_trailing_blanks(s);
 }
 
 std::string report_json(const ReportHeader& h, const Window& w, const ReportOptions& opt) {
@@ -534,7 +547,7 @@ std::string compare_text(Side a, Side b, const ReportOptions& opt) {
         o, title, [&](const Metric& m) { return pa ? m.process(a.window, *pa) : std::nullopt; },
         [&](const Metric& m) { return pb ? m.process(b.window, *pb) : std::nullopt; });
   }
-  return s;
+  return strip_trailing_blanks(s);
 }
 
 std::string compare_json(Side a, Side b, const ReportOptions& opt) {
