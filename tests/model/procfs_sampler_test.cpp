@@ -197,7 +197,8 @@ TEST(ProcfsSampler, VoluntarySwitchesMatchStatus) {
   stop = true;
   sleeper.join();
 
-  const ThreadWindow* t = find(make_window(s0, s1), tid);
+  const Window w = make_window(s0, s1);
+  const ThreadWindow* t = find(w, tid);
   ASSERT_TRUE(t);
   const double status_delta = static_cast<double>(v1 - v0);
   printf("  sleeper: sampler %lu voluntary switches, status %.0f\n",
@@ -233,7 +234,8 @@ TEST(ProcfsSampler, ExitedThreadAppearsOnceWithExited) {
   EXPECT_TRUE(find(s1, tid)->exited);
   EXPECT_FALSE(find(s2, tid));
 
-  const ThreadWindow* tw = find(make_window(s0, s1), tid);
+  const Window w = make_window(s0, s1);
+  const ThreadWindow* tw = find(w, tid);
   ASSERT_TRUE(tw);
   EXPECT_TRUE(tw->exited);
   EXPECT_FALSE(find(make_window(s1, s2), tid));  // gone before that window started
