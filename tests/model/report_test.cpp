@@ -140,15 +140,15 @@ TEST(ReportJson, ProcfsLeavesOutAndNamesWhatItLacks) {
 TEST(ReportText, HeaderAndTables) {
   Window w = bpf_window();
   std::string s = report_text(header_for(w, "run.platoon"), w);
-  for (const char* want : {"source     bpf\n", "duration   10.00 s", "lost       0 events", "%wait", "nvcswch/s",
+  for (const char* want : {"source: bpf\n", "duration: 10.00 s", "lost: 0 events", "%wait", "nvcswch/s",
                            "carrier-0", "CPU distribution", "CPU 1", "44%", "Run-queue latency", "IO (epoll",
                            "Queue depth at drain", "Top preemptors", "Top wakers", "master-poller"}) {
     EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
   }
   Window p = procfs_window({{"main", 0.5}});
   std::string ps = report_text(header_for(p), p);
-  EXPECT_NE(ps.find("source     procfs (lacks: cpu_distribution, runq_latency"), std::string::npos) << ps;
-  EXPECT_NE(ps.find("lost       0 events"), std::string::npos);
+  EXPECT_NE(ps.find("source: procfs (lacks: cpu_distribution, runq_latency"), std::string::npos) << ps;
+  EXPECT_NE(ps.find("lost: 0 events"), std::string::npos);
   EXPECT_EQ(ps.find("Run-queue latency"), std::string::npos);
   EXPECT_EQ(ps.find("Top preemptors"), std::string::npos);
 }
@@ -215,7 +215,7 @@ TEST(Compare, JsonAndTextRatios) {
   const std::string line = s.substr(row, s.find('\n', row) - row);
   EXPECT_EQ(line.back(), '-') << line;
   EXPECT_NE(s.find("process totals"), std::string::npos);
-  EXPECT_NE(s.find("A: idle  source procfs (lacks:"), std::string::npos) << s;
+  EXPECT_NE(s.find("A: idle  source: procfs (lacks:"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -73,10 +73,11 @@ int run_record(const RecordOptions& opt) {
   };
   std::string error, note;
 
-  std::optional<LaunchedCommand> child;
+  const bool launch = !opt.live.target.command.empty();
+  std::optional<LaunchedCommand> child =
+      launch ? LaunchedCommand::start(opt.live.target.command, error) : std::nullopt;
   std::vector<pid_t> pids = opt.live.target.pids;
-  if (!opt.live.target.command.empty()) {
-    child = LaunchedCommand::start(opt.live.target.command, error);
+  if (launch) {
     if (!child) return fail(error);
     pids = {child->pid()};
   }

@@ -115,14 +115,15 @@ std::string thread_mark(const ThreadWindow& t) {
 void text_header(Out o, const ReportHeader& h, const Window& w) {
   if (!h.file.empty()) fmt::format_to(o, "platoon report  {}\n", h.file);
   auto lacks = missing_fields(h.fields);
-  fmt::format_to(o, "source     {}", to_string(h.source));
+  fmt::format_to(o, "source: {}", to_string(h.source));
   if (!lacks.empty()) fmt::format_to(o, " (lacks: {})", fmt::join(lacks, ", "));
   fmt::format_to(o, "\n");
-  if (!h.attach_mode.empty() || !h.target.empty()) fmt::format_to(o, "attach     {} {}\n", h.attach_mode, h.target);
-  fmt::format_to(o, "duration   {:.2f} s\n", h.duration_s);
-  fmt::format_to(o, "lost       {} events, {} untracked threads, {} pairs, {} targets\n", h.lost_events,
+  if (!h.target.empty()) fmt::format_to(o, "target: {}\n", h.target);
+  if (!h.attach_mode.empty()) fmt::format_to(o, "attach: {}\n", h.attach_mode);
+  fmt::format_to(o, "duration: {:.2f} s\n", h.duration_s);
+  fmt::format_to(o, "lost: {} events, {} untracked threads, {} pairs, {} targets\n", h.lost_events,
                  w.losses.untracked_threads, w.losses.lost_pairs, w.losses.lost_targets);
-  for (const auto& n : h.notes) fmt::format_to(o, "note       {}\n", n);
+  for (const auto& n : h.notes) fmt::format_to(o, "note: {}\n", n);
 }
 
 void text_threads(Out o, const Window& w, const Threads& ts, const std::map<uint32_t, size_t>& left_out) {
@@ -322,6 +323,9 @@ void json_thread(Writer& j, const Window& w, const ThreadWindow& t) {
     j.Key("queue_depth_avg"), num(j, t.drain->queue_depth_avg);
     j.Key("queue_depth_hist"), json_slots(j, t.drain->queue_depth_hist);
     j.Key("fibers_per_drain"), num(j, t.drain->fibers_per_drain);
+    j.Key("fibers_run"), u64(j, t.delta.drain_fibers_run);
+    j.Key("polls"), u64(j, t.delta.polls);
+    j.Key("poll_events"), u64(j, t.delta.poll_events);
     j.Key("steals"), u64(j, t.drain->steals);
     j.Key("stolen_fibers"), u64(j, t.drain->stolen_fibers);
     j.EndObject();
@@ -512,7 +516,7 @@ std::string compare_text(Side a, Side b, const ReportOptions& opt) {
   Out o(s);
   for (auto [name, side] : {std::pair{"A", a}, std::pair{"B", b}}) {
     const auto lacks = missing_fields(side.header.fields);
-    fmt::format_to(o, "{}: {}  source {}{}  duration {:.2f} s  lost events {}\n", name,
+    fmt::format_to(o, "{}: {}  source: {}{}  duration {:.2f} s  lost events {}\n", name,
                    side.header.file.empty() ? "-" : side.header.file, to_string(side.header.source),
                    lacks.empty() ? "" : fmt::format(" (lacks: {})", fmt::join(lacks, ", ")), side.header.duration_s,
                    side.header.lost_events);

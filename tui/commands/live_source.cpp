@@ -1,0 +1,91 @@
+#include "tui/commands/live_source.hpp"
+
+#include <unistd.h>
+
+#include <thread>
+
+#include "bpf/collector.hpp"
+#include "tui/model/procfs_sampler.hpp"
+
+namespace platoon::cli {
+namespace {
+
+class BpfSource final : public LiveSource {
+ public:
+  explicit BpfSource(std::unique_ptr<bpf::Collector> c) : c_(std::move(c)) {}
+  model::Snapshot snapshot() override { return c_->snapshot(); }
+  int poll_events(int timeout_ms, const EventSink& sink) override {
+    const int n = c_->poll_events(timeout_ms, sink);
+    if (n == 0 && !events_) std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+    return n;
+  }
+  model::Source source() const override { return model::Source::bpf; }
+  std::string attach_mode() const override { return c_->attach_mode(); }
+  std::vector<std::string> notes() const override { return c_->notes(); }
+  bool events_ = false;
+
+ private:
+  std::unique_ptr<bpf::Collector> c_;
+};
+
+class ProcfsSource final : public LiveSource {
+ public:
+  explicit ProcfsSource(model::ProcfsSampler s) : s_(std::move(s)) {}
+  model::Snapshot snapshot() override { return s_.sample(); }
+  int poll_events(int timeout_ms, const EventSink&) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+    return 0;
+  }
+  model::Source source() const override { return model::Source::procfs; }
+  std::string attach_mode() const override { return "procfs"; }
+  std::vector<std::string> notes() const override {
+    std::string lacks;
+    for (const auto& f : model::missing_fields(model::kFieldsProcfs)) lacks += (lacks.empty() ? "" : ", ") + f;
+    return {"source: procfs (lacks: " + lacks + ")"};
+  }
+
+ private:
+  model::ProcfsSampler s_;
+};
+
+std::unique_ptr<LiveSource> open_procfs(const LiveOptions& opt, const std::vector<pid_t>& pids,
+                                        std::string& error) {
+  model::ProcfsTarget t;
+  for (pid_t p : pids) t.pids.push_back(static_cast<uint32_t>(p));
+  t.comm = opt.target.comm;
+  auto s = model::ProcfsSampler::open(t, &error);
+  if (!s) return nullptr;
+  return std::make_unique<ProcfsSource>(std::move(*s));
+}
+
+}  // namespace
+
+std::unique_ptr<LiveSource> LiveSource::open(const LiveOptions& opt, const std::vector<pid_t>& pids,
+                                             bool record_events, std::string& error, std::string& note) {
+  if (opt.procfs) return open_procfs(opt, pids, error);
+  bpf::CollectorOptions co;
+  co.pids = pids;
+  co.comm = opt.target.comm;
+  co.record_events = record_events;
+  co.ringbuf_bytes = opt.ringbuf_mb << 20;
+  co.verbose = opt.verbose;
+  co.force_raw_tp = opt.raw_tp;
+  bpf::OpenError kind = bpf::OpenError::none;
+  std::string message;
+  auto c = bpf::Collector::open(co, &kind, &message);
+  if (c) {
+    auto src = std::make_unique<BpfSource>(std::move(c));
+    src->events_ = record_events;
+    return src;
+  }
+  // Without BPF privileges or BTF the same tables come from /proc, with fewer fields; anything
+  // else is a real failure and is reported as such.
+  if (kind == bpf::OpenError::permission || kind == bpf::OpenError::no_btf) {
+    note = message + "; sampling /proc instead (source: procfs)";
+    return open_procfs(opt, pids, error);
+  }
+  error = message;
+  return nullptr;
+}
+
+}  // namespace platoon::cli

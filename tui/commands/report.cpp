@@ -1,0 +1,71 @@
+// platoon report: the per-thread tables of one recording (first to last snapshot), or two side
+// by side with --vs.
+#include <cstdio>
+#include <optional>
+
+#include "tui/commands/commands.hpp"
+#include "tui/model/report.hpp"
+#include "tui/model/trace_reader.hpp"
+
+namespace platoon::cli {
+namespace {
+
+struct Loaded {
+  model::TraceContents contents;
+  model::Window window;
+  model::ReportHeader header;
+};
+
+std::optional<Loaded> load(const std::string& path, std::string& error) {
+  model::ReadOptions ro;
+  ro.on_event = [](const platoon_event_header&, const void*, size_t) {};  // tables need only the aggregates
+  auto c = model::read_trace(path, &error, ro);
+  if (!c) return std::nullopt;
+  if (c->snapshots.empty()) {
+    error = path + ": the recording holds no snapshot";
+    return std::nullopt;
+  }
+  if (c->truncated)
+    std::fprintf(stderr, "platoon report: %s is truncated at byte %llu (%s): the recording was cut short; "
+                 "reporting its %zu complete snapshots\n", path.c_str(),
+                 static_cast<unsigned long long>(c->truncated_at), c->truncated_reason.c_str(),
+                 c->snapshots.size());
+  else if (!c->complete)
+    std::fprintf(stderr, "platoon report: %s was not finished (the recorder did not stop cleanly)\n", path.c_str());
+  Loaded l{std::move(*c), {}, {}};
+  l.window = model::make_window(std::span<const model::Snapshot>(l.contents.snapshots));
+  l.header = model::header_for(l.window, path);
+  l.header.attach_mode = l.contents.meta.attach_mode;
+  l.header.target = l.contents.meta.target;
+  for (const auto& n : l.contents.notes) l.header.notes.push_back(n.text);
+  if (!l.contents.stop_reason.empty()) l.header.notes.push_back("stopped: " + l.contents.stop_reason);
+  return l;
+}
+
+}  // namespace
+
+int run_report(const ReportOptions& opt) {
+  std::string error;
+  auto a = load(opt.file, error);
+  if (!a) {
+    std::fprintf(stderr, "platoon report: %s\n", error.c_str());
+    return kExitFailure;
+  }
+  std::string out;
+  if (opt.vs.empty()) {
+    out = opt.format == "json" ? model::report_json(a->header, a->window) : model::report_text(a->header, a->window);
+  } else {
+    auto b = load(opt.vs, error);
+    if (!b) {
+      std::fprintf(stderr, "platoon report: %s\n", error.c_str());
+      return kExitFailure;
+    }
+    model::Side sa{a->header, a->window}, sb{b->header, b->window};
+    out = opt.format == "json" ? model::compare_json(sa, sb) : model::compare_text(sa, sb);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);
+  return std::fflush(stdout) == 0 ? 0 : kExitFailure;
+}
+
+}  // namespace platoon::cli
