@@ -255,6 +255,9 @@ bool Collector::Impl::target(pid_t pid) {
   const __u32 key = static_cast<__u32>(pid);
   const __u8 one = 1;
   if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &key, &one, BPF_ANY) != 0) return false;
+  // The programs test the bitmap mirror of `targets` (see target_bits in platoon.bpf.c).
+  constexpr size_t kWords = sizeof skel->bss->target_bits / sizeof skel->bss->target_bits[0];
+  if (key / 64 < kWords) __atomic_fetch_or(&skel->bss->target_bits[key / 64], __u64{1} << (key % 64), __ATOMIC_RELAXED);
   pids.insert(pid);
   return true;
 }
@@ -447,7 +450,7 @@ int Collector::poll_events(int timeout_ms, const std::function<void(const void*,
   if (!impl_->ring) return 0;
   impl_->sink = &sink;
   impl_->polled = 0;
-  const int rc = ring_buffer__poll(impl_->ring.get(), timeout_ms);
+  const int rc = timeout_ms == 0 ? ring_buffer__consume(impl_->ring.get()) : ring_buffer__poll(impl_->ring.get(), timeout_ms);
   impl_->sink = nullptr;
   if (rc < 0 && rc != -EINTR && rc != -ECANCELED) return rc;
   return static_cast<int>(impl_->polled);
@@ -462,7 +465,7 @@ std::vector<Collector::ProgramStats> Collector::program_stats() const {
     bpf_prog_info info{};
     __u32 len = sizeof info;
     if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) continue;
-    out.push_back({bpf_program__name(prog), info.run_cnt, info.run_time_ns});
+    out.push_back({bpf_program__name(prog), info.run_cnt, info.run_time_ns, info.recursion_misses});
   }
   return out;
 }

@@ -52,6 +52,8 @@ class Collector {
 
   // Ring-buffer records (bpf/platoon.h layouts, raw bytes) to `sink`; returns the number of
   // records consumed, or a negative errno. 0 records and no waiting without record_events.
+  // timeout_ms == 0 consumes what is there without a system call (so a collector that
+  // watches its own process does not generate an epoll record per poll).
   int poll_events(int timeout_ms, const std::function<void(const void*, size_t)>& sink);
 
   // Watch another process (a child started by `record -- CMD`, a new --comm match). Also
@@ -69,6 +71,7 @@ class Collector {
     std::string name;
     uint64_t run_cnt = 0;
     uint64_t run_time_ns = 0;
+    uint64_t recursion_misses = 0;      // runs the kernel skipped (program already active on that CPU)
   };
   // Per loaded program, from bpf_prog_info; zero unless kernel.bpf_stats_enabled=1.
   std::vector<ProgramStats> program_stats() const;

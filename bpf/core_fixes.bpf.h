@@ -17,6 +17,14 @@ static __always_inline __u32 task_state(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___pre_5_14 *)t, state);
 }
 
+/* The same, as a plain load where the program has BTF pointers (tp_btf, iterators). */
+static __always_inline __u32 task_state_fast(bool btf, struct task_struct *t)
+{
+	if (btf && bpf_core_field_exists(t->__state))
+		return t->__state;
+	return task_state(t);
+}
+
 /* The CPU a task is on: thread_info.cpu with THREAD_INFO_IN_TASK since 5.16 (and before 5.7),
  * task->cpu in between and on architectures without it. */
 struct task_struct___with_cpu {

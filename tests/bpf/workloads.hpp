@@ -1,0 +1,177 @@
+// Ground-truth workloads for the collector tests: threads that behave in a known way, and
+// the /proc readers that give the independent truth to compare with (schedstat run_delay,
+// se.nr_migrations, voluntary/nonvoluntary_ctxt_switches).
+//
+// Every workload thread runs its body, then parks (blocks on a condition variable) until the
+// test releases it: the test samples the collector and /proc while the thread is alive and
+// quiet, so both see exactly the same history (including the final switch-out into the park).
+#pragma once
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace platoon::testing {
+
+inline pid_t this_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+inline uint64_t boot_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+inline bool pin_to_cpu(int cpu, pid_t tid = 0) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(tid, sizeof set, &set) == 0;
+}
+
+inline bool unpin(pid_t tid = 0) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const long n = sysconf(_SC_NPROCESSORS_CONF);
+  for (long i = 0; i < n; ++i) CPU_SET(static_cast<int>(i), &set);
+  return sched_setaffinity(tid, sizeof set, &set) == 0;
+}
+
+// Burns CPU without a system call until `until_ns` (CLOCK_BOOTTIME via the vDSO) or `stop`.
+inline void spin_until(uint64_t until_ns, const std::atomic<bool>* stop = nullptr) {
+  while (boot_ns() < until_ns)
+    if (stop && stop->load(std::memory_order_relaxed)) return;
+}
+
+// ---- /proc/self/task/TID readers ----
+inline std::string task_path(pid_t tid, const char* file) {
+  return "/proc/self/task/" + std::to_string(tid) + "/" + file;
+}
+
+struct SchedStat {
+  uint64_t run_ns = 0;      // field 1: time on CPU
+  uint64_t wait_ns = 0;     // field 2: run_delay, time runnable but waiting on a run queue
+  uint64_t slices = 0;      // field 3: times run on a CPU
+};
+inline SchedStat read_schedstat(pid_t tid) {
+  SchedStat s;
+  std::ifstream in(task_path(tid, "schedstat"));
+  in >> s.run_ns >> s.wait_ns >> s.slices;
+  return s;
+}
+
+// A "key : value" or "key: value" line of /proc/.../sched or /proc/.../status.
+inline long long read_keyed(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, key.size(), key) != 0) continue;
+    const size_t colon = line.find(':', key.size());
+    if (colon == std::string::npos) continue;
+    if (line.find_first_not_of(' ', key.size()) != colon) continue;  // a longer key
+    return std::stoll(line.substr(colon + 1));
+  }
+  return -1;
+}
+inline long long read_nr_migrations(pid_t tid) { return read_keyed(task_path(tid, "sched"), "se.nr_migrations"); }
+inline long long read_voluntary(pid_t tid) { return read_keyed(task_path(tid, "status"), "voluntary_ctxt_switches"); }
+inline long long read_nonvoluntary(pid_t tid) { return read_keyed(task_path(tid, "status"), "nonvoluntary_ctxt_switches"); }
+
+// Scheduler state letter from /proc/self/task/TID/stat ('R', 'S', ...).
+inline char task_state(pid_t tid) {
+  std::ifstream in(task_path(tid, "stat"));
+  std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = all.rfind(')');
+  return paren == std::string::npos || paren + 2 >= all.size() ? '?' : all[paren + 2];
+}
+
+// ---- a workload thread that parks when its body is done ----
+class Worker {
+ public:
+  explicit Worker(std::function<void()> body) : thread_([this, b = std::move(body)] { run(b); }) {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [this] { return tid_ != 0; });
+  }
+  ~Worker() {
+    release();
+    if (thread_.joinable()) thread_.join();
+  }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  pid_t tid() const { return tid_; }
+  uint64_t start_ns() const { return start_ns_; }
+  uint64_t end_ns() const { return end_ns_; }   // when the body returned
+
+  // Waits until the body is done and the thread sleeps in its park (state S), so nothing
+  // about it changes until release(). The short settle covers the gap between the state
+  // change and the switch-out that follows it in schedule().
+  void wait_parked() {
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [this] { return done_; });
+    }
+    for (int i = 0; i < 2000 && task_state(tid_) != 'S'; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  void release() {
+    std::lock_guard lk(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  void join() {
+    release();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run(const std::function<void()>& body) {
+    {
+      std::lock_guard lk(mu_);
+      tid_ = this_tid();
+      start_ns_ = boot_ns();
+      cv_.notify_all();
+    }
+    body();
+    std::unique_lock lk(mu_);
+    end_ns_ = boot_ns();
+    done_ = true;
+    cv_.notify_all();
+    cv_.wait(lk, [this] { return released_; });
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  pid_t tid_ = 0;
+  uint64_t start_ns_ = 0, end_ns_ = 0;
+  bool done_ = false, released_ = false;
+  std::thread thread_;  // last: started once the members above exist
+};
+
+// A two-party start line for threads that may share one CPU: each arrives, then spins until
+// the other has (no blocking, so the start is not itself a voluntary switch that skews counts
+// — only preemptions happen while they wait for each other).
+class SpinStart {
+ public:
+  void arrive_and_wait() {
+    arrived_.fetch_add(1);
+    while (arrived_.load() < 2) {
+    }
+  }
+
+ private:
+  std::atomic<int> arrived_{0};
+};
+
+}  // namespace platoon::testing
