@@ -86,10 +86,9 @@ struct UsdtProbe {
 
 std::vector<UsdtProbe> usdt_probes(platoon_bpf* s) {
   auto& p = s->progs;
-  return {{"drain_start", p.usdt_drain_start},
-          {"drain_end", p.usdt_drain_end},
-          {"steal", p.usdt_steal},
-          {"poll", p.usdt_poll}};
+  // Not poll, drain_start or drain_end: a uprobe hit costs a trap, and `drain` carries what
+  // the three would (the epoll syscalls give the I/O side).
+  return {{"drain", p.usdt_drain}, {"steal", p.usdt_steal}};
 }
 
 size_t round_ringbuf(size_t bytes) {
@@ -147,6 +146,7 @@ SkelPtr load_skeleton(const CollectorOptions& o, const std::string& comm, bool r
     return nullptr;
   }
   skel->rodata->targ_events = o.record_events;
+  skel->rodata->targ_wakeup_bytes = std::max<uint64_t>(o.ringbuf_bytes / 4, 1);
   skel->rodata->targ_comm_set = !comm.empty();
   std::memset(skel->rodata->targ_comm, 0, sizeof skel->rodata->targ_comm);
   std::memcpy(skel->rodata->targ_comm, comm.data(), std::min(comm.size(), sizeof skel->rodata->targ_comm - 1));
@@ -164,7 +164,8 @@ SkelPtr load_skeleton(const CollectorOptions& o, const std::string& comm, bool r
     const bool present = have_tracefs && access((events_dir + "/syscalls/sys_enter_" + e.syscall).c_str(), F_OK) == 0;
     bpf_program__set_autoload(e.enter, present);
     bpf_program__set_autoload(e.exit, present);
-    if (!present && notes) notes->push_back(std::string("epoll: no tracepoint for ") + e.syscall + (have_tracefs ? "" : " (no tracefs)"));
+    if (!present && notes)
+      notes->push_back(std::string("epoll: no tracepoint for ") + e.syscall + (have_tracefs ? "" : " (no tracefs)"));
   }
   for (const UsdtProbe& u : usdt_probes(skel.get())) bpf_program__set_autoload(u.prog, o.attach_usdt);
 
@@ -450,7 +451,10 @@ int Collector::poll_events(int timeout_ms, const std::function<void(const void*,
   if (!impl_->ring) return 0;
   impl_->sink = &sink;
   impl_->polled = 0;
-  const int rc = timeout_ms == 0 ? ring_buffer__consume(impl_->ring.get()) : ring_buffer__poll(impl_->ring.get(), timeout_ms);
+  // The programs wake us only when the buffer is a quarter full (targ_wakeup_bytes): the wait
+  // is mostly a plain timeout, after which whatever arrived is consumed.
+  int rc = timeout_ms == 0 ? 0 : ring_buffer__poll(impl_->ring.get(), timeout_ms);
+  if (rc >= 0 || rc == -EINTR) rc = ring_buffer__consume(impl_->ring.get());
   impl_->sink = nullptr;
   if (rc < 0 && rc != -EINTR && rc != -ECANCELED) return rc;
   return static_cast<int>(impl_->polled);

@@ -29,6 +29,9 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool targ_events = false;        /* write ring-buffer records */
 const volatile bool targ_comm_set = false;      /* match new processes by comm */
 const volatile char targ_comm[PLATOON_COMM_LEN] = {};
+/* The reader is woken only once this much is unread: it drains on its own timer otherwise, so
+ * that a busy target does not pay for a reader wakeup (irq_work + epoll) on every record. */
+const volatile __u64 targ_wakeup_bytes = 1;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -225,6 +228,15 @@ static __always_inline void *reserve_event(__u64 size)
 	return e;
 }
 
+static __always_inline void submit_event(void *e)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= targ_wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+}
+
 static __always_inline void fill_header(struct platoon_event_header *h, __u64 now, __u16 type,
 					__u32 cpu, __u32 tid)
 {
@@ -334,7 +346,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			e->next_prio = BPF_CORE_READ(next, prio);
 			read_comm(e->prev_comm, prev);
 			read_comm(e->next_comm, next);
-			bpf_ringbuf_submit(e, 0);
+			submit_event(e);
 		}
 	}
 	return 0;
@@ -373,7 +385,7 @@ static __always_inline void emit_wake(__u16 type, struct task_struct *p, __u32 t
 	e->prio = BPF_CORE_READ(p, prio);
 	e->waker_tid = waker_tid;
 	read_comm(e->comm, p);
-	bpf_ringbuf_submit(e, 0);
+	submit_event(e);
 }
 
 static __always_inline int on_waking(void *ctx, bool btf, struct task_struct *p)
@@ -490,7 +502,7 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest_
 			e->dest_cpu = dest_cpu;
 			e->prio = BPF_CORE_READ(p, prio);
 			read_comm(e->comm, p);
-			bpf_ringbuf_submit(e, 0);
+			submit_event(e);
 		}
 	}
 	return 0;
@@ -543,7 +555,7 @@ static __always_inline int on_exit(bool btf, struct task_struct *p)
 			fill_header(&e->h, now, PLATOON_EV_EXIT, bpf_get_smp_processor_id(), tid);
 			e->pid = tgid;
 			e->pad = 0;
-			bpf_ringbuf_submit(e, 0);
+			submit_event(e);
 		}
 	}
 	return 0;
@@ -622,7 +634,9 @@ int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
 
 /* ---- epoll_wait / epoll_pwait / epoll_pwait2 ----
  * Syscall tracepoints (they need tracefs): they fire only for these three syscalls, unlike
- * raw sys_enter, so untargeted processes pay nothing for the rest of their syscalls. */
+ * raw sys_enter, so other syscalls pay nothing. Every process on the machine runs these
+ * programs, so the target test comes before anything else, the clock included. (fentry/fexit
+ * would be cheaper still, but this kernel has no BPF trampolines for functions.) */
 static __always_inline struct platoon_thread_stats *current_stats(bool create, __u64 now)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -636,9 +650,13 @@ static __always_inline struct platoon_thread_stats *current_stats(bool create, _
 
 static __always_inline int epoll_enter(void)
 {
-	__u64 now = bpf_ktime_get_boot_ns();
-	struct platoon_thread_stats *s = current_stats(true, now);
+	struct platoon_thread_stats *s;
+	__u64 now;
 
+	if (!is_target(bpf_get_current_pid_tgid() >> 32))   /* before the clock: most callers are not targets */
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	s = current_stats(true, now);
 	if (s && !s->exited)
 		s->epoll_enter_ns = now;
 	return 0;
@@ -646,10 +664,13 @@ static __always_inline int epoll_enter(void)
 
 static __always_inline int epoll_exit(long ret)
 {
-	__u64 now = bpf_ktime_get_boot_ns();
-	struct platoon_thread_stats *s = current_stats(false, now);
-	__u64 enter;
+	struct platoon_thread_stats *s;
+	__u64 enter, now;
 
+	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	s = current_stats(false, now);
 	if (!s || s->exited || !s->epoll_enter_ns)
 		return 0;
 	enter = s->epoll_enter_ns;
@@ -668,7 +689,7 @@ static __always_inline int epoll_exit(long ret)
 			e->nevents = ret;
 			e->pad = 0;
 			e->enter_ns = enter;
-			bpf_ringbuf_submit(e, 0);
+			submit_event(e);
 		}
 	}
 	return 0;
@@ -723,11 +744,13 @@ static __always_inline void emit_runtime(__u16 type, __u32 tid, __u64 now, long 
 	e->carrier = carrier;
 	e->a = a;
 	e->b = b;
-	bpf_ringbuf_submit(e, 0);
+	submit_event(e);
 }
 
+/* One hit per drain (the runtime's combined `drain` probe): every uprobe hit is a trap into
+ * the kernel, so queue depth and fibers run arrive together at the drain's end. */
 SEC("usdt")
-int BPF_USDT(usdt_drain_start, long carrier, long depth)
+int BPF_USDT(usdt_drain, long carrier, long depth, long fibers_run, long ns)
 {
 	__u64 now = bpf_ktime_get_boot_ns();
 	struct platoon_thread_stats *s = current_stats(true, now);
@@ -737,20 +760,10 @@ int BPF_USDT(usdt_drain_start, long carrier, long depth)
 	s->drains++;
 	s->drain_depth_sum += depth;
 	HIST_INC(s->drain_depth_hist, linear_slot(depth, PLATOON_BATCH_SLOTS), PLATOON_BATCH_SLOTS);
-	if (targ_events)
-		emit_runtime(PLATOON_EV_DRAIN, s->tid, now, carrier, depth, 0);
-	return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(usdt_drain_end, long carrier, long fibers_run, long ns)
-{
-	struct platoon_thread_stats *s = current_stats(true, bpf_ktime_get_boot_ns());
-
-	if (!s || s->exited)
-		return 0;
 	s->drain_fibers_run += fibers_run;
 	s->drain_ns += ns;
+	if (targ_events)
+		emit_runtime(PLATOON_EV_DRAIN, s->tid, now, carrier, depth, fibers_run);
 	return 0;
 }
 
@@ -766,18 +779,6 @@ int BPF_USDT(usdt_steal, long thief, long victim, long count)
 	s->stolen_fibers += count;
 	if (targ_events)
 		emit_runtime(PLATOON_EV_STEAL, s->tid, now, thief, victim, count);
-	return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(usdt_poll, long carrier, long nevents)
-{
-	struct platoon_thread_stats *s = current_stats(true, bpf_ktime_get_boot_ns());
-
-	if (!s || s->exited)
-		return 0;
-	s->polls++;
-	s->poll_events += nevents;
 	return 0;
 }
 

@@ -66,8 +66,8 @@ struct platoon_thread_stats {
 	__u64 drain_ns;                 /* sum of drain_end's ns */
 	__u64 steals;                   /* steal operations by this thread as thief */
 	__u64 stolen_fibers;
-	__u64 polls;                    /* runtime poll probe: calls */
-	__u64 poll_events;              /* runtime poll probe: events */
+	__u64 polls;                    /* runtime poll probe: calls (not attached by the collector: cost) */
+	__u64 poll_events;              /* runtime poll probe: events (likewise) */
 	/* added after the first layout (appended, nothing reordered): */
 	__u32 preemptor_tid;            /* in-flight: who was switched in when this thread was last
 	                                 * switched out runnable; its PREEMPTED_BY pair gets the wait */
@@ -150,7 +150,7 @@ struct platoon_ev_epoll {
 	__u32 pad;
 	__u64 enter_ns;
 };
-struct platoon_ev_runtime {         /* DRAIN (a = queue depth) and STEAL (a = victim, b = count) */
+struct platoon_ev_runtime {         /* DRAIN (a = queue depth, b = fibers run) and STEAL (a = victim, b = count) */
 	struct platoon_event_header h;
 	__s64 carrier;
 	__s64 a;

@@ -184,6 +184,7 @@ uint32_t Carrier::drain() {
   stats_.fibers_run.add(ran);
   last_drain_ = ran;
   if (PLATOON_PROBE_ENABLED(drain_end)) STAP_PROBE3(platoon, drain_end, index, ran, now_ns() - start);
+  if (PLATOON_PROBE_ENABLED(drain)) STAP_PROBE4(platoon, drain, index, depth, ran, now_ns() - start);
   return ran;
 }
 

@@ -5,6 +5,8 @@
 //   poll          (carrier, events)            a non-blocking or blocking poll returned
 //   drain_start   (carrier, queue_depth)       runnable fibers queued when draining starts
 //   drain_end     (carrier, fibers_run, ns)
+//   drain         (carrier, queue_depth, fibers_run, ns)   at drain end: both in one probe hit,
+//                 which is what platoon's collector attaches (each uprobe hit is a trap)
 //   steal         (thief, victim, count)
 //   park          (carrier, fiber_id)
 //   unpark        (target_carrier, fiber_id)   target -1: the worker pool
@@ -22,6 +24,7 @@
 PLATOON_DECLARE_SEMAPHORE(poll);
 PLATOON_DECLARE_SEMAPHORE(drain_start);
 PLATOON_DECLARE_SEMAPHORE(drain_end);
+PLATOON_DECLARE_SEMAPHORE(drain);
 PLATOON_DECLARE_SEMAPHORE(steal);
 PLATOON_DECLARE_SEMAPHORE(park);
 PLATOON_DECLARE_SEMAPHORE(unpark);

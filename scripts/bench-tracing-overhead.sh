@@ -61,21 +61,22 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
   esac
 }
 # The mean ns per run of each platoon program, read while they are still loaded.
-prog_stats() {  # round
+prog_stats() {  # round tracer_pid: the programs loaded by that platoon process
   bpftool prog show -j | python3 -c '
 import json, sys
-progs = json.load(sys.stdin)
-names = ("sched_switch","sched_waking","sched_wakeup","sched_wakeup_new","sched_migrate_task","handle_","sys_enter","sys_exit","usdt_")
+owner = int(sys.argv[1])
 out = {}
-for p in progs:
-    n = p.get("name", "")
-    if p.get("run_cnt") and any(n.startswith(k) for k in names):
-        out[n] = {"run_cnt": p["run_cnt"], "run_time_ns": p["run_time_ns"], "ns_per_run": p["run_time_ns"] / p["run_cnt"]}
-json.dump(out, sys.stdout)' > "$out/progs-$1.json"
+for p in json.load(sys.stdin):
+    if p.get("run_cnt") and any(o.get("pid") == owner for o in p.get("pids", [])):
+        out[p["name"]] = {"run_cnt": p["run_cnt"], "run_time_ns": p["run_time_ns"], "ns_per_run": p["run_time_ns"] / p["run_cnt"]}
+json.dump(out, sys.stdout)' "$2" > "$out/progs-$1.json"
 }
+# CPU seconds (user + system) a tracer process has used so far.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"; }
 stop_tracer() {  # condition round
   [ -n "$tracer_pid" ] || return 0
-  [ "$1" = platoon ] && prog_stats "$2"
+  [ "$1" = platoon ] && prog_stats "$2" "$tracer_pid"
+  cpu_seconds "$tracer_pid" > "$out/$1-$2.cpu"
   kill -INT "$tracer_pid"; wait "$tracer_pid" || true
   [ "$1" = platoon ] && sysctl -qw kernel.bpf_stats_enabled=0
   [ "$1" = perf ] && { du -b "$out/perf-$2.data" | cut -f1 > "$out/perf-$2.size"; rm -f "$out/perf-$2.data"; }
@@ -120,6 +121,8 @@ for f in sorted(glob.glob(f"{out}/platoon-*.err")):
         if " lost, " in line:
             lost.append(int(line.split(" lost, ")[0].split()[-1]))
 perf_sizes = [int(open(f).read()) for f in glob.glob(f"{out}/perf-*.size")]
+for c in conds[1:]:
+    res[c]["tracer_cpu_s"] = [float(open(f).read()) for f in sorted(glob.glob(f"{out}/{c}-*.cpu"))]
 summary = {
     "cpus": {"server": "1 (one carrier)", "mock_load_tracers": "0"},
     "rounds": rounds, "fixed_rate": rate, "conditions": res, "platoon_programs": progs,
@@ -129,10 +132,11 @@ summary = {
 pl, pe = res["platoon"]["max_tps_loss_pct"], res["perf"]["max_tps_loss_pct"]
 summary["platoon_vs_perf_loss_ratio"] = (pl / pe) if pe > 0 else None
 json.dump(summary, open(dest, "w"), indent=2)
-print(f"{'condition':10} {'max TPS (median)':>17} {'loss':>7} {'p50 at %d/s' % rate:>14}")
+print(f"{'condition':10} {'max TPS (median)':>17} {'loss':>7} {'p50 at %d/s' % rate:>14} {'tracer CPU s':>13}")
 for c in conds:
     r = res[c]
-    print(f"{c:10} {r['max_tps_median']:17.0f} {r['max_tps_loss_pct']:6.1f}% {r['p50_us_median']:12.0f}us")
+    cpu = statistics.median(r["tracer_cpu_s"]) if r.get("tracer_cpu_s") else 0.0
+    print(f"{c:10} {r['max_tps_median']:17.0f} {r['max_tps_loss_pct']:6.1f}% {r['p50_us_median']:12.0f}us {cpu:12.2f}")
 print("platoon programs, mean ns per run:")
 for n, v in sorted(progs.items()):
     print(f"  {n:24} {v['ns_per_run']:8.1f} ns  ({v['run_cnt']} runs)")

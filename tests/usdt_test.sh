@@ -10,7 +10,7 @@ set -uo pipefail
 
 BUILD=${BUILD:-build}
 BIN=$(readlink -f "$BUILD/bin/runtime_bench" 2>/dev/null || true)
-PROBES="poll drain_start drain_end steal park unpark carrier_sleep carrier_wake"
+PROBES="poll drain_start drain_end drain steal park unpark carrier_sleep carrier_wake"
 
 fail() { echo "FAIL: $*"; exit 1; }
 

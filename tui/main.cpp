@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   RecordOptions rec;
   TargetFlags rec_target;
   std::string rec_duration, rec_interval = "1";
-  bool rec_no_events = false;
+  bool rec_no_events = false, rec_no_usdt = false;
   CLI::App* record = app.add_subcommand("record", "record scheduler aggregates and events of a process to a trace file");
   rec_target.add_to(record);
   record->add_option("-d,--duration", rec_duration, "stop after this long (10, 10s, 500ms, 2m); default: until Ctrl-C");
@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   record->add_flag("--procfs", rec.live.procfs, "sample /proc instead of loading BPF (fewer fields)");
   record->add_flag("--no-events", rec_no_events, "aggregates only, no raw scheduler events");
   record->add_option("--ringbuf-mb", rec.live.ringbuf_mb, "ring buffer size for raw events")->capture_default_str();
+  record->add_flag("--no-usdt", rec_no_usdt, "do not attach the runtime's USDT probes (platoon-server targets)");
   record->add_flag("--raw-tp", rec.live.raw_tp, "attach with raw_tp even if tp_btf works");
   record->add_flag("-q,--quiet", rec.quiet, "no progress lines");
   record->add_flag("-v,--verbose", rec.live.verbose, "show libbpf's messages");
@@ -98,6 +99,7 @@ int main(int argc, char** argv) {
     if (rec.live.ringbuf_mb < 1 || rec.live.ringbuf_mb > 1024)
       return usage_error("record", "--ringbuf-mb must be 1..1024");
     rec.events = !rec_no_events;
+    rec.live.usdt = !rec_no_usdt;
     return run_record(rec);
   }
   if (!command.empty()) return usage_error("", "'-- CMD' is only for record, top, doctor and exporter");

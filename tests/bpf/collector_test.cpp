@@ -387,10 +387,8 @@ TEST_F(CollectorTest, WokenByNamesTheWakingThread) {
 // ---- USDT: the runtime's probe names, fired from this binary ----
 // The same provider and probe names as runtime/probes.hpp (without semaphores here).
 __attribute__((noinline)) void fire_runtime_probes(long depth, long ran, long ns) {
-  STAP_PROBE2(platoon, drain_start, 0, depth);
-  STAP_PROBE3(platoon, drain_end, 0, ran, ns);
+  STAP_PROBE4(platoon, drain, 0, depth, ran, ns);
   STAP_PROBE3(platoon, steal, 0, 1, 2);
-  STAP_PROBE2(platoon, poll, 0, depth + 1);
 }
 
 TEST_F(CollectorTest, UsdtProbesAreBookedOnTheFiringThread) {
@@ -399,7 +397,7 @@ TEST_F(CollectorTest, UsdtProbesAreBookedOnTheFiringThread) {
   bool attached = false;
   for (const auto& n : c->notes()) {
     std::printf("  note: %s\n", n.c_str());
-    if (n.find("usdt: attached 4 probes") != std::string::npos) attached = true;
+    if (n.find("usdt: attached 2 probes") != std::string::npos) attached = true;
   }
   ASSERT_TRUE(attached);
   Worker w([] {
@@ -418,8 +416,7 @@ TEST_F(CollectorTest, UsdtProbesAreBookedOnTheFiringThread) {
   EXPECT_EQ(t->drain_ns, 101'000u);
   EXPECT_EQ(t->steals, 101u);
   EXPECT_EQ(t->stolen_fibers, 202u);
-  EXPECT_EQ(t->polls, 101u);
-  EXPECT_EQ(t->poll_events, 10u * 55u + 201u);
+  EXPECT_EQ(t->polls, 0u);  // the poll probe is not attached (cost)
 }
 
 // ---- in-flight time, seeding, exit ----
@@ -432,6 +429,11 @@ TEST_F(CollectorTest, ThreadRunningAtAttachShowsItsTimeWithoutSwitching) {
     spinning_since = boot_ns();
     spin_until(UINT64_MAX, &stop);
   });
+  // A failed ASSERT returns early: the spinner must still stop before ~Worker joins it.
+  struct StopOnExit {
+    std::atomic<bool>& flag;
+    ~StopOnExit() { flag = true; }
+  } stop_on_exit{stop};
   while (!spinning_since) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   pin_to_cpu(0);
   auto c = open();

@@ -18,6 +18,7 @@ struct LiveOptions {
   bool procfs = false;        // sample /proc instead of loading BPF
   bool raw_tp = false;        // force the raw_tp attach (tests and old kernels)
   bool verbose = false;       // libbpf's own messages
+  bool usdt = true;           // attach the runtime's USDT probes when the target has them
   size_t ringbuf_mb = 16;
 };
 

@@ -70,6 +70,7 @@ std::unique_ptr<LiveSource> LiveSource::open(const LiveOptions& opt, const std::
   co.ringbuf_bytes = opt.ringbuf_mb << 20;
   co.verbose = opt.verbose;
   co.force_raw_tp = opt.raw_tp;
+  co.attach_usdt = opt.usdt;
   bpf::OpenError kind = bpf::OpenError::none;
   std::string message;
   auto c = bpf::Collector::open(co, &kind, &message);

@@ -324,8 +324,6 @@ void json_thread(Writer& j, const Window& w, const ThreadWindow& t) {
     j.Key("queue_depth_hist"), json_slots(j, t.drain->queue_depth_hist);
     j.Key("fibers_per_drain"), num(j, t.drain->fibers_per_drain);
     j.Key("fibers_run"), u64(j, t.delta.drain_fibers_run);
-    j.Key("polls"), u64(j, t.delta.polls);
-    j.Key("poll_events"), u64(j, t.delta.poll_events);
     j.Key("steals"), u64(j, t.drain->steals);
     j.Key("stolen_fibers"), u64(j, t.drain->stolen_fibers);
     j.EndObject();
