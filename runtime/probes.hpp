@@ -15,6 +15,10 @@
 #pragma once
 
 #define _SDT_HAS_SEMAPHORES 1
+// Arguments in registers (or immediates), never memory operands: a BPF program reads a
+// register argument from pt_regs, but a stack one with bpf_probe_read_user, a helper call per
+// argument on every hit.
+#define STAP_SDT_ARG_CONSTRAINT nr
 #include <sys/sdt.h>
 
 #define PLATOON_SEMAPHORE(name) platoon_##name##_semaphore

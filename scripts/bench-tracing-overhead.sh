@@ -61,23 +61,28 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
   esac
 }
 # The mean ns per run of each platoon program, read while they are still loaded.
-prog_stats() {  # round tracer_pid: the programs loaded by that platoon process
-  bpftool prog show -j | python3 -c '
-import json, sys
-owner = int(sys.argv[1])
+prog_stats() {  # round: the per-program cost notes platoon record wrote at its end
+  "$bin/platoon" report "$out/platoon-$1.trace" --format json | python3 -c '
+import json, re, sys
 out = {}
-for p in json.load(sys.stdin):
-    if p.get("run_cnt") and any(o.get("pid") == owner for o in p.get("pids", [])):
-        out[p["name"]] = {"run_cnt": p["run_cnt"], "run_time_ns": p["run_time_ns"], "ns_per_run": p["run_time_ns"] / p["run_cnt"]}
-json.dump(out, sys.stdout)' "$2" > "$out/progs-$1.json"
+for n in json.load(sys.stdin).get("notes", []):
+    m = re.match(r"bpf cost: (\S+) ([0-9.]+) ns/run over ([0-9]+) runs", n)
+    if m:
+        runs = int(m.group(3))
+        out[m.group(1)] = {"run_cnt": runs, "run_time_ns": float(m.group(2)) * runs, "ns_per_run": float(m.group(2))}
+json.dump(out, sys.stdout)' > "$out/progs-$1.json"
 }
+# Busy ticks of CPU 1 (the server's) so far: user, nice, system, irq, softirq, not steal. At a
+# fixed rate this is the server's work per request plus every BPF program run on that CPU:
+# a steadier measure of tracing cost than max TPS, which the load and mock on CPU 0 also bound.
+cpu1_busy() { awk '$1 == "cpu1" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 # CPU seconds (user + system) a tracer process has used so far.
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"; }
 stop_tracer() {  # condition round
   [ -n "$tracer_pid" ] || return 0
-  [ "$1" = platoon ] && prog_stats "$2" "$tracer_pid"
   cpu_seconds "$tracer_pid" > "$out/$1-$2.cpu"
   kill -INT "$tracer_pid"; wait "$tracer_pid" || true
+  [ "$1" = platoon ] && prog_stats "$2"
   [ "$1" = platoon ] && sysctl -qw kernel.bpf_stats_enabled=0
   [ "$1" = perf ] && { du -b "$out/perf-$2.data" | cut -f1 > "$out/perf-$2.size"; rm -f "$out/perf-$2.data"; }
   return 0
@@ -89,25 +94,40 @@ for r in $(seq "$rounds"); do
     start_tracer "$c" "$r"
     taskset -c 0 "$bin/platoon-load" --url "$url" --connections 64 --threads 1 --duration "$duration" --warmup 1 \
       --json "$out/max-$c-$r.json" > /dev/null
+    cpu1_busy > "$out/cpu1-$c-$r.before"
     taskset -c 0 "$bin/platoon-load" --url "$url" --rate "$rate" --connections 64 --threads 1 --duration "$duration" --warmup 1 \
       --json "$out/fixed-$c-$r.json" > /dev/null
+    cpu1_busy > "$out/cpu1-$c-$r.after"
     stop_tracer "$c" "$r"
     echo "round $r $c: max $(json "$out/max-$c-$r.json" 'round(d["rate"])') req/s, p50 at $rate/s $(json "$out/fixed-$c-$r.json" 'd["latency_us"]["p50"]') us"
   done
 done
 
-python3 - "$out" "$rounds" "$rate" "$build/bench/tracing-overhead.json" <<'PY'
-import json, statistics, sys, glob, os
-out, rounds, rate, dest = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+python3 - "$out" "$rounds" "$rate" "$build/bench/tracing-overhead.json" "$(getconf CLK_TCK)" <<'PY'
+import json, statistics, sys, glob
+out, rounds, rate, dest, hz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 conds = ["none", "platoon", "perf", "bpftrace"]
+R = range(1, rounds + 1)
+def load(kind, c, r): return json.load(open(f"{out}/{kind}-{c}-{r}.json"))
+def cpu_us_per_req(c, r):
+    ticks = float(open(f"{out}/cpu1-{c}-{r}.after").read()) - float(open(f"{out}/cpu1-{c}-{r}.before").read())
+    return ticks / hz * 1e6 / load("fixed", c, r)["requests"]
 res = {}
 for c in conds:
-    mx = [json.load(open(f"{out}/max-{c}-{r}.json"))["rate"] for r in range(1, rounds + 1)]
-    p50 = [json.load(open(f"{out}/fixed-{c}-{r}.json"))["latency_us"]["p50"] for r in range(1, rounds + 1)]
-    res[c] = {"max_tps": mx, "max_tps_median": statistics.median(mx), "p50_us": p50, "p50_us_median": statistics.median(p50)}
-base = res["none"]["max_tps_median"]
+    mx = [load("max", c, r)["rate"] for r in R]
+    p50 = [load("fixed", c, r)["latency_us"]["p50"] for r in R]
+    cpu = [cpu_us_per_req(c, r) for r in R]
+    res[c] = {"max_tps": mx, "max_tps_median": statistics.median(mx), "p50_us": p50,
+              "p50_us_median": statistics.median(p50), "cpu1_us_per_request": cpu,
+              "cpu1_us_per_request_median": statistics.median(cpu)}
+# Paired per round against that round's untraced run, then the median: drift between rounds cancels.
 for c in conds:
-    res[c]["max_tps_loss_pct"] = 100.0 * (base - res[c]["max_tps_median"]) / base
+    res[c]["max_tps_loss_pct"] = statistics.median(
+        100.0 * (1 - res[c]["max_tps"][i] / res["none"]["max_tps"][i]) for i in range(rounds))
+    res[c]["cpu_per_request_overhead_pct"] = statistics.median(
+        100.0 * (res[c]["cpu1_us_per_request"][i] / res["none"]["cpu1_us_per_request"][i] - 1) for i in range(rounds))
+    res[c]["p50_change_pct"] = statistics.median(
+        100.0 * (res[c]["p50_us"][i] / res["none"]["p50_us"][i] - 1) for i in range(rounds))
 progs = {}
 for f in sorted(glob.glob(f"{out}/progs-*.json")):
     for n, v in json.load(open(f)).items():
@@ -123,20 +143,24 @@ for f in sorted(glob.glob(f"{out}/platoon-*.err")):
 perf_sizes = [int(open(f).read()) for f in glob.glob(f"{out}/perf-*.size")]
 for c in conds[1:]:
     res[c]["tracer_cpu_s"] = [float(open(f).read()) for f in sorted(glob.glob(f"{out}/{c}-*.cpu"))]
+pl, pe = res["platoon"]["max_tps_loss_pct"], res["perf"]["max_tps_loss_pct"]
+cl, ce = res["platoon"]["cpu_per_request_overhead_pct"], res["perf"]["cpu_per_request_overhead_pct"]
 summary = {
     "cpus": {"server": "1 (one carrier)", "mock_load_tracers": "0"},
     "rounds": rounds, "fixed_rate": rate, "conditions": res, "platoon_programs": progs,
     "platoon_lost_events": lost, "perf_data_bytes": perf_sizes,
+    "platoon_vs_perf_loss_ratio": (pl / pe) if pe > 0 else None,
+    "platoon_vs_perf_cpu_overhead_ratio": (cl / ce) if ce > 0 else None,
     "goals": {"platoon_max_tps_loss_pct": 3.0, "platoon_vs_perf_loss_ratio": 0.2, "sched_switch_ns_per_run": 150},
 }
-pl, pe = res["platoon"]["max_tps_loss_pct"], res["perf"]["max_tps_loss_pct"]
-summary["platoon_vs_perf_loss_ratio"] = (pl / pe) if pe > 0 else None
 json.dump(summary, open(dest, "w"), indent=2)
-print(f"{'condition':10} {'max TPS (median)':>17} {'loss':>7} {'p50 at %d/s' % rate:>14} {'tracer CPU s':>13}")
+print(f"{'condition':10} {'max TPS':>9} {'loss':>7} {'p50 @%d/s' % rate:>12} {'p50 chg':>8} {'CPU1 us/req':>12} {'overhead':>9} {'tracer CPU s':>13}")
 for c in conds:
     r = res[c]
-    cpu = statistics.median(r["tracer_cpu_s"]) if r.get("tracer_cpu_s") else 0.0
-    print(f"{c:10} {r['max_tps_median']:17.0f} {r['max_tps_loss_pct']:6.1f}% {r['p50_us_median']:12.0f}us {cpu:12.2f}")
+    tcpu = statistics.median(r["tracer_cpu_s"]) if r.get("tracer_cpu_s") else 0.0
+    print(f"{c:10} {r['max_tps_median']:9.0f} {r['max_tps_loss_pct']:6.1f}% {r['p50_us_median']:10.0f}us {r['p50_change_pct']:7.1f}% "
+          f"{r['cpu1_us_per_request_median']:12.1f} {r['cpu_per_request_overhead_pct']:8.1f}% {tcpu:12.2f}")
+print("(loss, p50 change and overhead: medians of per-round ratios against the same round's untraced run)")
 print("platoon programs, mean ns per run:")
 for n, v in sorted(progs.items()):
     print(f"  {n:24} {v['ns_per_run']:8.1f} ns  ({v['run_cnt']} runs)")

@@ -79,7 +79,22 @@ grep -qi "lacks" "$tmp/procfs.txt" || fail "procfs report does not say what it l
 "$platoon" report "$tmp/procfs.trace" --format json > "$tmp/procfs.json" || fail "json"
 [ "$(json "$tmp/procfs.json" 'd["source"]')" = procfs ] || fail "json source"
 
-# 6. --vs: two runs side by side.
+# 6. --comm: a process started after the recording began is found by name.
+cp /bin/sh "$tmp/plspinner"
+"$platoon" record -q -i 0.2 --duration 2.5 --comm plspinner -o "$tmp/comm.trace" 2> "$tmp/comm.err" & rec=$!
+sleep 0.8
+"$tmp/plspinner" -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done'
+wait "$rec" || { cat "$tmp/comm.err"; fail "record --comm"; }
+"$platoon" report "$tmp/comm.trace" --format json > "$tmp/comm.json" || fail "report of --comm trace"
+python3 - "$tmp/comm.json" <<'PY' || fail "--comm recording lacks the late process"
+import json, sys
+d = json.load(open(sys.argv[1]))
+t = [t for t in d["threads"] if t["comm"] == "plspinner"]
+print("--comm: plspinner threads", [(x["tid"], round(x["cpu_pct"], 1)) for x in t])
+assert t and t[0]["run_ns"] > 10_000_000
+PY
+
+# 7. --vs: two runs side by side.
 "$platoon" report "$tmp/kill.trace" --vs "$tmp/procfs.trace" > "$tmp/vs.txt" 2>/dev/null || fail "report --vs"
 grep -q "%wait" "$tmp/vs.txt" || { cat "$tmp/vs.txt"; fail "--vs table lacks %wait"; }
 echo PASS

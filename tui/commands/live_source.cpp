@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <thread>
 
 #include "bpf/collector.hpp"
@@ -12,7 +13,10 @@ namespace {
 
 class BpfSource final : public LiveSource {
  public:
-  explicit BpfSource(std::unique_ptr<bpf::Collector> c) : c_(std::move(c)) {}
+  BpfSource(std::unique_ptr<bpf::Collector> c, bool by_comm) : c_(std::move(c)), by_comm_(by_comm) {}
+  void refresh() override {
+    if (by_comm_) c_->rescan_comm();
+  }
   model::Snapshot snapshot() override { return c_->snapshot(); }
   int poll_events(int timeout_ms, const EventSink& sink) override {
     const int n = c_->poll_events(timeout_ms, sink);
@@ -22,10 +26,23 @@ class BpfSource final : public LiveSource {
   model::Source source() const override { return model::Source::bpf; }
   std::string attach_mode() const override { return c_->attach_mode(); }
   std::vector<std::string> notes() const override { return c_->notes(); }
+  std::vector<std::string> cost_notes() const override {
+    std::vector<std::string> out;
+    for (const auto& p : c_->program_stats()) {
+      if (p.run_cnt == 0 || p.run_time_ns == 0) continue;
+      char line[160];
+      std::snprintf(line, sizeof line, "bpf cost: %s %.1f ns/run over %llu runs", p.name.c_str(),
+                    static_cast<double>(p.run_time_ns) / static_cast<double>(p.run_cnt),
+                    static_cast<unsigned long long>(p.run_cnt));
+      out.emplace_back(line);
+    }
+    return out;
+  }
   bool events_ = false;
 
  private:
   std::unique_ptr<bpf::Collector> c_;
+  bool by_comm_;
 };
 
 class ProcfsSource final : public LiveSource {
@@ -75,7 +92,7 @@ std::unique_ptr<LiveSource> LiveSource::open(const LiveOptions& opt, const std::
   std::string message;
   auto c = bpf::Collector::open(co, &kind, &message);
   if (c) {
-    auto src = std::make_unique<BpfSource>(std::move(c));
+    auto src = std::make_unique<BpfSource>(std::move(c), !opt.target.comm.empty());
     src->events_ = record_events;
     return src;
   }

@@ -26,11 +26,17 @@ class LiveSource {
                                           bool record_events, std::string& error, std::string& note);
 
   virtual model::Snapshot snapshot() = 0;
+  // Once per interval: with --comm, pick up matching processes the kernel's exec hook found
+  // (or missed) so that their runtime probes get attached too.
+  virtual void refresh() {}
   // Waits up to timeout_ms for raw event records (BPF) and hands each to sink; procfs just waits.
   virtual int poll_events(int timeout_ms, const EventSink& sink) = 0;
   virtual model::Source source() const = 0;
   virtual std::string attach_mode() const = 0;   // "tp_btf", "raw_tp" or "procfs"
   virtual std::vector<std::string> notes() const = 0;
+  // "bpf cost: PROGRAM N ns/run over M runs" per program that ran, when the kernel counts
+  // (sysctl kernel.bpf_stats_enabled=1); empty otherwise.
+  virtual std::vector<std::string> cost_notes() const { return {}; }
 };
 
 }  // namespace platoon::cli

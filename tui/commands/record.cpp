@@ -159,6 +159,7 @@ int run_record(const RecordOptions& opt) {
     }
     const uint64_t t = clock_ns(CLOCK_BOOTTIME);
     if (t >= next_ns || t >= end_ns) {
+      source->refresh();
       last = source->snapshot();
       threads_seen = std::max(threads_seen, last.threads.size());
       if (!writer->write_snapshot(last)) { write_failed = true; break; }
@@ -189,6 +190,7 @@ int run_record(const RecordOptions& opt) {
   last = source->snapshot();
   threads_seen = std::max(threads_seen, last.threads.size());
   writer->write_snapshot(last);
+  for (const auto& n : source->cost_notes()) writer->write_note(clock_ns(CLOCK_BOOTTIME), n);
   if (!writer->finish(stop_reason)) return fail(writer->error());
 
   const uint64_t dur = clock_ns(CLOCK_BOOTTIME) - t0;
