@@ -141,6 +141,58 @@ TEST(Window, RecordingKeepsThreadsThatVanishedInBetween) {
   EXPECT_TRUE(make_window(std::span<const Snapshot>()).threads.empty());
 }
 
+TEST(Window, StreamedRecordingEqualsTheWholeRecording) {
+  // Threads that come and go at different points, a vanished thread with pairs, an exited one.
+  std::vector<Snapshot> rec;
+  for (uint64_t i = 0; i < 8; ++i) {
+    std::vector<ThreadSample> ts;
+    ThreadSample main = thread(1, 1, "main");
+    main.run_ns = i * kSec / 2;
+    main.wait_ns = i * 1000;
+    ts.push_back(main);
+    if (i >= 2 && i <= 4) {  // born at 2, vanishes after 4 without an exit sample
+      ThreadSample w = thread(2, 1, "worker", 2 * kSec);
+      w.run_ns = (i - 1) * 7000;
+      w.switches_voluntary = i;
+      ts.push_back(w);
+    }
+    if (i >= 1 && i <= 6) {  // exits at 6 (reported once with exited)
+      ThreadSample e = thread(3, 1, "short", kSec);
+      e.run_ns = i * 11;
+      e.exited = i == 6;
+      ts.push_back(e);
+    }
+    Snapshot s = snap(i * kSec, ts);
+    if (i >= 2 && i <= 4) s.pairs.push_back({2, PairKind::woken_by, 1, 1, "main", i * 3, 0});
+    rec.push_back(std::move(s));
+  }
+  const Window whole = make_window(std::span<const Snapshot>(rec));
+  RecordingWindow streamed;
+  for (const auto& s : rec) streamed.add(s);
+  const Window w = streamed.window();
+  EXPECT_EQ(streamed.snapshots(), rec.size());
+  EXPECT_DOUBLE_EQ(w.wall_s, whole.wall_s);
+  ASSERT_EQ(w.threads.size(), whole.threads.size());
+  for (size_t i = 0; i < w.threads.size(); ++i) {
+    const ThreadWindow &a = w.threads[i], &b = whole.threads[i];
+    EXPECT_EQ(a.tid, b.tid);
+    EXPECT_EQ(a.exited, b.exited) << a.tid;
+    EXPECT_EQ(a.born, b.born) << a.tid;
+    EXPECT_EQ(a.delta.run_ns, b.delta.run_ns) << a.tid;
+    EXPECT_EQ(a.delta.switches_voluntary, b.delta.switches_voluntary) << a.tid;
+    EXPECT_EQ(a.woken_by.size(), b.woken_by.size()) << a.tid;
+    if (!a.woken_by.empty()) {
+      EXPECT_EQ(a.woken_by[0].count, b.woken_by[0].count);
+    }
+  }
+  const ThreadWindow* worker = find(w, 2);
+  ASSERT_TRUE(worker);
+  EXPECT_TRUE(worker->exited);
+  EXPECT_EQ(worker->delta.run_ns, 3u * 7000u);
+  ASSERT_EQ(worker->woken_by.size(), 1u);
+  EXPECT_EQ(worker->woken_by[0].count, 12u);
+}
+
 TEST(Window, RunqMaxBelongsToTheWindowOnlyWhenItGrew) {
   ThreadSample a = thread(1, 1, "t"), b = a;
   a.runq_max_ns = b.runq_max_ns = 5000;

@@ -17,11 +17,15 @@ struct Loaded {
 };
 
 std::optional<Loaded> load(const std::string& path, std::string& error) {
+  // Streamed: the tables need the first snapshot and each thread's last sample, not every
+  // interval of a long recording held in memory at once.
+  model::RecordingWindow recording;
   model::ReadOptions ro;
-  ro.on_event = [](const platoon_event_header&, const void*, size_t) {};  // tables need only the aggregates
+  ro.on_event = [](const platoon_event_header&, const void*, size_t) {};
+  ro.on_snapshot = [&recording](model::Snapshot&& s) { recording.add(std::move(s)); };
   auto c = model::read_trace(path, &error, ro);
   if (!c) return std::nullopt;
-  if (c->snapshots.empty()) {
+  if (recording.snapshots() == 0) {
     error = path + ": the recording holds no snapshot";
     return std::nullopt;
   }
@@ -29,11 +33,10 @@ std::optional<Loaded> load(const std::string& path, std::string& error) {
     std::fprintf(stderr, "platoon report: %s is truncated at byte %llu (%s): the recording was cut short; "
                  "reporting its %zu complete snapshots\n", path.c_str(),
                  static_cast<unsigned long long>(c->truncated_at), c->truncated_reason.c_str(),
-                 c->snapshots.size());
+                 recording.snapshots());
   else if (!c->complete)
     std::fprintf(stderr, "platoon report: %s was not finished (the recorder did not stop cleanly)\n", path.c_str());
-  Loaded l{std::move(*c), {}, {}};
-  l.window = model::make_window(std::span<const model::Snapshot>(l.contents.snapshots));
+  Loaded l{std::move(*c), recording.window(), {}};
   l.header = model::header_for(l.window, path);
   l.header.attach_mode = l.contents.meta.attach_mode;
   l.header.target = l.contents.meta.target;

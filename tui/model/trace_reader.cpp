@@ -306,7 +306,11 @@ bool take_chunk(const Chunk& c, const ReadOptions& options, TraceContents& out) 
     case ChunkType::snapshot: {
       Snapshot s;
       if (!decode_snapshot(r, s)) return false;
-      out.snapshots.push_back(std::move(s));
+      ++out.snapshot_count;
+      if (options.on_snapshot)
+        options.on_snapshot(std::move(s));
+      else
+        out.snapshots.push_back(std::move(s));
       return true;
     }
     case ChunkType::events:

@@ -37,6 +37,7 @@ struct TraceContents {
   bool truncated = false;           // an incomplete or corrupt chunk ended the read
   uint64_t truncated_at = 0;        // byte offset of that chunk
   std::string truncated_reason;     // e.g. "incomplete chunk", "checksum mismatch"
+  uint64_t snapshot_count = 0;     // snapshots read (also when delivered to ReadOptions::on_snapshot)
   uint64_t event_count = 0;         // records read (also when delivered to ReadOptions::on_event)
   uint64_t skipped_chunks = 0;      // unknown chunk types (a newer minor version), skipped
   // All event records end to end, in the order the ring buffer delivered them (nearly, not
@@ -52,6 +53,10 @@ struct ReadOptions {
   // Deliver events here as they are read instead of keeping them in TraceContents::events
   // (a long recording's events need not fit in memory).
   EventFn on_event;
+  // Likewise for snapshots: each decoded snapshot goes here (in file order) instead of into
+  // TraceContents::snapshots, so a long recording of a big process need not fit in memory
+  // (see RecordingWindow in window.hpp). snapshot_count still counts them.
+  std::function<void(Snapshot&&)> on_snapshot;
   // Checksums are always checked in normal use. The fuzzer turns this off so that mutated
   // payloads reach the decoders instead of stopping at the CRC.
   bool verify_crc = true;

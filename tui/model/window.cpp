@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -256,6 +257,47 @@ Window make_window(std::span<const Snapshot> recording) {
     for (const auto& t : s.threads) ends[key_of(t)] = {&t, &s};  // later snapshots win
   }
   return build(recording.front(), recording.back(), ends);
+}
+
+void RecordingWindow::add(Snapshot s) {
+  if (count_++ == 0) {
+    first_ = s;
+    last_ = std::move(s);
+    return;
+  }
+  // Threads of the previous snapshot missing from this one: keep their last sample and pairs.
+  std::set<ThreadKey> present;
+  for (const auto& t : s.threads) present.insert(key_of(t));
+  for (const auto& t : last_.threads) {
+    if (present.count(key_of(t))) continue;
+    Vanished v{t, {}};
+    for (const auto& p : last_.pairs)
+      if (p.tid == t.tid) v.pairs.push_back(p);
+    vanished_.push_back(std::move(v));
+  }
+  last_ = std::move(s);
+}
+
+Window RecordingWindow::window() const {
+  if (count_ == 0) return {};
+  if (count_ == 1) return make_window(first_, last_);
+  // The end is the latest snapshot plus every vanished thread as it was last seen, marked
+  // exited, which is what make_window(span) books for them.
+  Snapshot end = last_;
+  std::set<ThreadKey> present;
+  for (const auto& t : end.threads) present.insert(key_of(t));
+  for (const auto& v : vanished_) {
+    if (!present.insert(key_of(v.sample)).second) continue;
+    end.threads.push_back(v.sample);
+    end.threads.back().exited = true;
+    // A vanished thread's pairs are kept only if no live thread now holds its tid.
+    bool tid_live = false;
+    for (const auto& t : last_.threads) tid_live |= t.tid == v.sample.tid;
+    if (!tid_live) end.pairs.insert(end.pairs.end(), v.pairs.begin(), v.pairs.end());
+  }
+  std::sort(end.threads.begin(), end.threads.end(),
+            [](const ThreadSample& a, const ThreadSample& b) { return key_of(a) < key_of(b); });
+  return make_window(first_, end);
 }
 
 }  // namespace platoon::model

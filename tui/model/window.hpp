@@ -116,4 +116,24 @@ Window make_window(const Snapshot& from, const Snapshot& to);
 // dropped by the producer) count with the last snapshot that held them. Empty span: empty window.
 Window make_window(std::span<const Snapshot> recording);
 
+// The same window as make_window(recording), built one snapshot at a time while keeping only
+// the first snapshot, the latest one and the last sample (and pairs) of each thread that has
+// vanished since: memory grows with threads, not with the recording's length.
+class RecordingWindow {
+ public:
+  void add(Snapshot s);
+  size_t snapshots() const { return count_; }
+  Window window() const;
+
+ private:
+  struct Vanished {
+    ThreadSample sample;
+    std::vector<PairSample> pairs;
+  };
+  size_t count_ = 0;
+  Snapshot first_;
+  Snapshot last_;
+  std::vector<Vanished> vanished_;
+};
+
 }  // namespace platoon::model
