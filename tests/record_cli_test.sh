@@ -79,7 +79,21 @@ grep -qi "lacks" "$tmp/procfs.txt" || fail "procfs report does not say what it l
 "$platoon" report "$tmp/procfs.trace" --format json > "$tmp/procfs.json" || fail "json"
 [ "$(json "$tmp/procfs.json" 'd["source"]')" = procfs ] || fail "json source"
 
-# 6. --comm: a process started after the recording began is found by name.
+# 6. Without privileges: record falls back to /proc and says why and what to run instead.
+if id nobody > /dev/null 2>&1 && command -v setpriv > /dev/null; then
+  asnobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+  cp "$platoon" "$tmp/platoon-unpriv"; chmod 755 "$tmp" "$tmp/platoon-unpriv"
+  mkdir "$tmp/np"; chown nobody "$tmp/np"
+  asnobody sleep 3 & np=$!; bg+=($np)
+  sleep 0.2
+  asnobody "$tmp/platoon-unpriv" record -i 0.2 --duration 1 --pid "$np" -o "$tmp/np/np.trace" 2> "$tmp/np.err" \
+    || { cat "$tmp/np.err"; fail "unprivileged record"; }
+  grep -q "run as root" "$tmp/np.err" || { cat "$tmp/np.err"; fail "unprivileged record does not say to run as root"; }
+  grep -q "source: procfs" "$tmp/np.err" || fail "unprivileged record does not say it samples /proc"
+  echo "ok unprivileged: $(head -1 "$tmp/np.err")"
+fi
+
+# 7. --comm: a process started after the recording began is found by name.
 cp /bin/sh "$tmp/plspinner"
 "$platoon" record -q -i 0.2 --duration 2.5 --comm plspinner -o "$tmp/comm.trace" 2> "$tmp/comm.err" & rec=$!
 sleep 0.8
@@ -94,7 +108,7 @@ print("--comm: plspinner threads", [(x["tid"], round(x["cpu_pct"], 1)) for x in 
 assert t and t[0]["run_ns"] > 10_000_000
 PY
 
-# 7. --vs: two runs side by side.
+# 8. --vs: two runs side by side.
 "$platoon" report "$tmp/kill.trace" --vs "$tmp/procfs.trace" > "$tmp/vs.txt" 2>/dev/null || fail "report --vs"
 grep -q "%wait" "$tmp/vs.txt" || { cat "$tmp/vs.txt"; fail "--vs table lacks %wait"; }
 echo PASS

@@ -99,7 +99,9 @@ std::unique_ptr<LiveSource> LiveSource::open(const LiveOptions& opt, const std::
   // Without BPF privileges or BTF the same tables come from /proc, with fewer fields; anything
   // else is a real failure and is reported as such.
   if (kind == bpf::OpenError::permission || kind == bpf::OpenError::no_btf) {
-    note = message + "; sampling /proc instead (source: procfs)";
+    note = kind == bpf::OpenError::permission
+               ? "BPF needs root or CAP_BPF+CAP_PERFMON (run as root for every table); sampling /proc instead (source: procfs)"
+               : message.substr(0, message.find(':')) + "; sampling /proc instead (source: procfs)";
     return open_procfs(opt, pids, error);
   }
   error = message;
