@@ -105,7 +105,9 @@ done
 # program run, so it stays off while the conditions above are measured.
 sysctl -qw kernel.bpf_stats_enabled=1
 start_tracer platoon cost
-taskset -c 0 "$bin/platoon-load" --url "$url" --connections 64 --threads 1 --duration "$duration" > /dev/null
+cpu_seconds "$spid" > "$out/server-cost.before"
+taskset -c 0 "$bin/platoon-load" --url "$url" --connections 64 --threads 1 --duration "$duration" --json "$out/max-cost.json" > /dev/null
+cpu_seconds "$spid" > "$out/server-cost.after"
 stop_tracer platoon cost
 sysctl -qw kernel.bpf_stats_enabled=0
 prog_stats cost
@@ -149,6 +151,12 @@ for f in sorted(glob.glob(f"{out}/progs-*.json")):
         a["run_cnt"] += v["run_cnt"]; a["run_time_ns"] += v["run_time_ns"]
 for v in progs.values():
     v["ns_per_run"] = v["run_time_ns"] / v["run_cnt"]
+# Direct estimate from the same run: BPF time per request against the server's CPU per request
+# (uprobe traps are not in run_time_ns; they add roughly 0.5 us per drain probe hit here).
+cost_requests = json.load(open(f"{out}/max-cost.json"))["requests"]
+cost_server_s = float(open(f"{out}/server-cost.after").read()) - float(open(f"{out}/server-cost.before").read())
+bpf_ns_per_request = sum(v["run_time_ns"] for v in progs.values()) / cost_requests
+server_ns_per_request = cost_server_s * 1e9 / cost_requests
 lost = []
 for f in sorted(glob.glob(f"{out}/platoon-[0-9]*.err")):
     for line in open(f):
@@ -163,6 +171,8 @@ summary = {
     "cpus": {"server": "1 (one carrier)", "mock_load_tracers": "0"},
     "rounds": rounds, "fixed_rate": rate, "conditions": res, "platoon_programs": progs,
     "platoon_lost_events": lost, "perf_data_bytes": perf_sizes,
+    "bpf_ns_per_request": bpf_ns_per_request, "server_ns_per_request_while_traced": server_ns_per_request,
+    "bpf_share_of_server_cpu_pct": 100.0 * bpf_ns_per_request / server_ns_per_request,
     "platoon_vs_perf_loss_ratio": (pl / pe) if pe > 0 else None,
     "platoon_vs_perf_cpu_overhead_ratio": (cl / ce) if ce > 0 else None,
     "goals": {"platoon_max_tps_loss_pct": 3.0, "platoon_vs_perf_loss_ratio": 0.2, "sched_switch_ns_per_run": 150},
@@ -179,6 +189,8 @@ print("(loss, p50 change and overhead: medians of per-round ratios against the s
 print("platoon programs, mean ns per run (separate max-TPS run with kernel.bpf_stats_enabled=1):")
 for n, v in sorted(progs.items()):
     print(f"  {n:24} {v['ns_per_run']:8.1f} ns  ({v['run_cnt']} runs)")
+print(f"BPF time per request {bpf_ns_per_request:.0f} ns, server CPU per request {server_ns_per_request:.0f} ns "
+      f"(both from the cost run): {100.0 * bpf_ns_per_request / server_ns_per_request:.1f}% of the server's CPU")
 print(f"platoon lost events per round: {lost}")
 print(f"wrote {dest}")
 PY
