@@ -70,6 +70,24 @@ int main(int argc, char** argv) {
                  "  platoon record --comm nginx -o nginx.trace\n"
                  "  platoon record -o server.trace -- build/bin/platoon-server --port 8080 --backend 127.0.0.1:9090");
 
+  TopOptions top_opt;
+  TargetFlags top_target;
+  std::string top_interval = "1";
+  bool top_no_usdt = false;
+  CLI::App* top = app.add_subcommand("top", "live per-thread scheduling dashboard of a process (ncurses)");
+  top_target.add_to(top);
+  top->add_option("-i,--interval", top_interval, "refresh interval (0.25 to 3600 s; + and - change it live)")->capture_default_str();
+  top->add_flag("-b,--batch", top_opt.batch, "print the table every interval as plain text (default when stdout is not a terminal)");
+  top->add_option("-n,--iterations", top_opt.iterations, "with --batch: stop after N intervals");
+  top->add_option("--replay", top_opt.replay, "play a trace file written by platoon record (or top's r key)");
+  top->add_flag("--procfs", top_opt.live.procfs, "sample /proc instead of loading BPF (fewer fields)");
+  top->add_flag("--no-usdt", top_no_usdt, "do not attach the runtime's USDT probes");
+  top->add_flag("--raw-tp", top_opt.live.raw_tp, "attach with raw_tp even if tp_btf works");
+  top->add_flag("-v,--verbose", top_opt.live.verbose, "show libbpf's messages");
+  top->footer("Examples:\n  platoon top --pid 1234\n  platoon top --comm platoon-server --batch --iterations 5\n"
+              "  platoon top -- build/bin/platoon-server --port 8080 --backend 127.0.0.1:9090\n"
+              "  platoon top --replay run.trace\nKeys: ? in the dashboard.");
+
   ReportOptions rep;
   CLI::App* report = app.add_subcommand("report", "print the per-thread scheduling tables of a trace file");
   report->add_option("file", rep.file, "trace file written by platoon record")->required();
@@ -101,6 +119,19 @@ int main(int argc, char** argv) {
     rec.events = !rec_no_events;
     rec.live.usdt = !rec_no_usdt;
     return run_record(rec);
+  }
+  if (top->parsed()) {
+    if (!top_opt.replay.empty()) {
+      if (!top_target.pids.empty() || !top_target.comm.empty() || !command.empty())
+        return usage_error("top", "--replay takes no --pid, --comm or -- CMD");
+    } else if (!top_target.resolve(command, top_opt.live, error)) {
+      return usage_error("top", error);
+    }
+    if (!parse_seconds(top_interval, top_opt.interval_s) || top_opt.interval_s < 0.25 || top_opt.interval_s > 3600)
+      return usage_error("top", "bad --interval '" + top_interval + "' (0.25 s to 1 h)");
+    if (top_opt.iterations < 0) return usage_error("top", "--iterations must be positive");
+    top_opt.live.usdt = !top_no_usdt;
+    return run_top(top_opt);
   }
   if (!command.empty()) return usage_error("", "'-- CMD' is only for record, top, doctor and exporter");
   if (report->parsed()) {

@@ -39,6 +39,15 @@ struct ReportOptions {
 };
 int run_report(const ReportOptions& opt);
 
+struct TopOptions {
+  LiveOptions live;
+  double interval_s = 1.0;
+  bool batch = false;         // plain-text table every interval (also when stdout is not a tty)
+  long iterations = 0;        // --batch: stop after N intervals; 0 = until Ctrl-C or the target ends
+  std::string replay;         // --replay FILE instead of a live target
+};
+int run_top(const TopOptions& opt);
+
 // "10", "10s", "250ms", "1.5m" → seconds; false on anything else.
 bool parse_seconds(const std::string& text, double& out);
 

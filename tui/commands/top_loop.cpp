@@ -1,0 +1,120 @@
+#include "tui/commands/top_loop.hpp"
+
+#include <signal.h>
+#include <time.h>
+
+#include <climits>
+#include <cstdio>
+#include <ctime>
+
+#include "tui/keymap.hpp"
+
+namespace platoon::cli {
+
+namespace {
+volatile sig_atomic_t g_stop = 0;
+void on_stop(int) { g_stop = 1; }
+}  // namespace
+
+void install_stop_signals() {
+  struct sigaction sa{};
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+bool stop_requested() { return g_stop != 0; }
+
+uint64_t boottime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+Intent apply_key(int key, model::TopState& st, int page) {
+  using tui::Action;
+  const Action a = tui::action_for(key);
+  if (st.editing_filter()) {
+    if (a == Action::open) st.end_filter(true);
+    else if (a == Action::back) st.end_filter(false);
+    else if (tui::is_erase(key)) st.filter_backspace();
+    else if (tui::is_text(key)) st.filter_input(static_cast<char>(key));
+    else return Intent::none;
+    return Intent::redraw;
+  }
+  switch (a) {
+    case Action::none: return Intent::none;
+    case Action::quit: return Intent::quit;
+    case Action::up: st.move_selection(-1); break;
+    case Action::down: st.move_selection(1); break;
+    case Action::page_up: st.move_selection(-page); break;
+    case Action::page_down: st.move_selection(page); break;
+    case Action::home: st.move_selection(INT_MIN); break;
+    case Action::end: st.move_selection(INT_MAX); break;
+    case Action::open: st.open_detail(); break;
+    case Action::back: st.back(); break;
+    case Action::sort_left: st.sort_step(-1); break;
+    case Action::sort_right: st.sort_step(1); break;
+    case Action::sort_invert: st.invert_sort(); break;
+    case Action::filter: st.begin_filter(); break;
+    case Action::pause: st.toggle_pause(); break;
+    case Action::spark: st.toggle_spark(); break;
+    case Action::help: st.toggle_help(); break;
+    case Action::faster:
+      if (st.replay().active) st.speed_step(1);
+      else st.interval_step(-1);
+      return Intent::retime;
+    case Action::slower:
+      if (st.replay().active) st.speed_step(-1);
+      else st.interval_step(1);
+      return Intent::retime;
+    case Action::record: return Intent::record;
+    case Action::step_forward: return Intent::step_forward;
+    case Action::step_back: return Intent::step_back;
+  }
+  return Intent::redraw;
+}
+
+bool Recorder::start(model::TraceMeta meta, const model::Snapshot& baseline, std::string& error) {
+  char name[64];
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::strftime(name, sizeof name, "platoon-top-%Y%m%d-%H%M%S.trace", &tm);
+  meta.start_boottime_ns = 0;  // the writer reads the clocks now
+  meta.start_realtime_ns = 0;
+  writer_ = model::TraceWriter::create(name, meta, &error);
+  if (!writer_) {
+    last_ = "REC failed: " + error;
+    return false;
+  }
+  path_ = name;
+  snapshots_ = 0;
+  write(baseline);
+  return true;
+}
+
+void Recorder::write(const model::Snapshot& s) {
+  if (!writer_) return;
+  if (!writer_->write_snapshot(s)) {
+    last_ = "REC failed: " + writer_->error();
+    writer_.reset();
+    return;
+  }
+  ++snapshots_;
+}
+
+void Recorder::stop(const std::string& reason) {
+  if (!writer_) return;
+  writer_->finish(reason);
+  writer_.reset();
+  last_ = "saved " + path_ + " (" + std::to_string(snapshots_) + " snapshots)";
+}
+
+std::string Recorder::describe() const {
+  if (writer_) return "REC " + path_ + " (" + std::to_string(snapshots_) + ")";
+  return last_;
+}
+
+}  // namespace platoon::cli

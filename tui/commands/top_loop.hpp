@@ -1,0 +1,42 @@
+// Pieces the live and the replay loops of `platoon top` share: stop signals, the clock, key
+// actions applied to the model, and the recorder behind the `r` key.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "tui/model/snapshot.hpp"
+#include "tui/model/top_state.hpp"
+#include "tui/model/trace_writer.hpp"
+
+namespace platoon::cli {
+
+// SIGINT, SIGTERM and SIGHUP set a flag the loops poll (≤ 100 ms), so the terminal is always
+// restored by the Screen's destructor rather than from inside a signal handler.
+void install_stop_signals();
+bool stop_requested();
+uint64_t boottime_ns();
+
+// What a key asks of the loop beyond changing the model.
+enum class Intent { none, redraw, quit, retime, record, step_forward, step_back };
+Intent apply_key(int key, model::TopState& st, int page);
+
+// `r`: aggregate snapshots to a trace file while watching; the header shows its name and state.
+class Recorder {
+ public:
+  bool active() const { return writer_ != nullptr; }
+  // Starts a file named after the time; writes `baseline` as the first snapshot.
+  bool start(model::TraceMeta meta, const model::Snapshot& baseline, std::string& error);
+  void write(const model::Snapshot& s);
+  void stop(const std::string& reason);
+  std::string describe() const;  // "REC file (N snapshots)", "saved file (N)", "REC failed: .."
+  ~Recorder() { stop("top quit"); }
+
+ private:
+  std::unique_ptr<model::TraceWriter> writer_;
+  std::string path_, last_;
+  uint64_t snapshots_ = 0;
+};
+
+}  // namespace platoon::cli

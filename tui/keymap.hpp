@@ -1,0 +1,31 @@
+// The one place keys of `platoon top` are named: key → action, with the help line of each. The
+// help view and the footer are generated from this table, so they cannot disagree with it.
+#pragma once
+
+#include <span>
+
+namespace platoon::tui {
+
+enum class Action {
+  none, quit, up, down, page_up, page_down, home, end, open, back,
+  sort_left, sort_right, sort_invert, filter, pause, faster, slower,
+  record, spark, help, step_forward, step_back,
+};
+
+struct Binding {
+  int keys[3];          // curses key codes; 0 ends the list
+  const char* label;    // how the help writes the keys
+  Action action;
+  const char* help;
+  bool replay_only;
+};
+
+std::span<const Binding> bindings();
+Action action_for(int key);
+// While the filter is being typed: keys that erase a character, and keys that are text.
+bool is_erase(int key);
+bool is_text(int key);
+// The short "?:help q:quit ..." line under the table.
+const char* footer_hint(bool replay);
+
+}  // namespace platoon::tui
