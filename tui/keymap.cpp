@@ -49,8 +49,8 @@ bool is_erase(int key) { return key == KEY_BACKSPACE || key == 127 || key == 8; 
 bool is_text(int key) { return key >= 32 && key < 127; }
 
 const char* footer_hint(bool replay) {
-  return replay ? "?:help q:quit Enter:detail </>:sort i:invert /:filter Space:pause .,:step +-:speed"
-                : "?:help q:quit Enter:detail </>:sort i:invert /:filter Space:pause +-:interval r:rec";
+  return replay ? "?:help q:quit Enter:detail <>:sort i:invert /:filter Spc:pause .,:step +-:speed"
+                : "?:help q:quit Enter:detail <>:sort i:invert /:filter Spc:pause +-:every r:rec";
 }
 
 }  // namespace platoon::tui

@@ -13,18 +13,18 @@ namespace {
 // priority: 1 always shown, higher numbers are dropped first on a narrow terminal.
 constexpr std::array<ColumnInfo, 13> kColumns{{
     {Column::tid, "TID", 7, false, true, false, 1, "thread id"},
-    {Column::name, "NAME", 15, true, true, false, 1, "thread name (comm)"},
+    {Column::name, "NAME", 13, true, true, false, 1, "thread name (comm)"},
     {Column::cpu, "%CPU", 5, false, true, true, 1, "on-CPU time / wall time"},
-    {Column::wait, "%WAIT", 5, false, true, true, 1, "runnable but not running / wall time (pidstat %wait)"},
-    {Column::csw, "csw/s", 6, false, true, true, 3, "voluntary context switches per second"},
-    {Column::nvcsw, "nvcs/s", 6, false, true, true, 4, "involuntary context switches (preemptions) per second"},
-    {Column::migr, "mig/s", 5, false, true, true, 5, "CPU migrations per second"},
-    {Column::where, "CPUS", 9, true, false, false, 6, "where it ran: share of switch-ins per CPU (top 2)"},
+    {Column::wait, "%WAIT", 6, false, true, true, 1, "runnable but not running / wall time (pidstat %wait)"},
+    {Column::csw, "csw/s", 6, false, true, true, 6, "voluntary context switches per second"},
+    {Column::nvcsw, "nvcs/s", 6, false, true, true, 5, "involuntary context switches (preemptions) per second"},
+    {Column::migr, "mig/s", 5, false, true, true, 7, "CPU migrations per second"},
+    {Column::where, "CPUS", 9, true, false, false, 3, "where it ran: share of switch-ins per CPU (top 2)"},
     {Column::io_cycles, "cyc/s", 6, false, true, true, 2, "epoll wait calls (IO cycles) per second"},
     {Column::ev_per_cycle, "ev/c", 5, false, true, true, 2, "ready events per epoll wait call"},
     {Column::batch_p50, "b50", 4, false, true, true, 2, "batch size p50 (q: drain queue depth, e: epoll events/cycle)"},
     {Column::batch_p99, "b99", 5, false, true, true, 2, "batch size p99, with its source letter q or e"},
-    {Column::history, "HISTORY", 12, true, false, false, 3, "sparkline of recent intervals (%wait or %CPU: w)"},
+    {Column::history, "HIST", 10, true, false, false, 4, "sparkline of recent intervals (%wait or %CPU: w)"},
 }};
 
 bool icontains(const std::string& hay, const std::string& needle) {

@@ -4,6 +4,7 @@
 #include <langinfo.h>
 #include <unistd.h>
 
+#include <clocale>
 #include <cstring>
 
 #include "tui/views/draw.hpp"
@@ -15,6 +16,8 @@ std::unique_ptr<Screen> Screen::open(std::string& error) {
     error = "standard input and output must be a terminal (use --batch for pipes)";
     return nullptr;
   }
+  // The user's locale decides whether UTF-8 block glyphs can be drawn (ncursesw needs it set).
+  std::setlocale(LC_ALL, "");
   // newterm instead of initscr: initscr exits the process on an unknown TERM.
   if (newterm(nullptr, stdout, stdin) == nullptr) {
     error = "cannot set up the terminal (TERM unknown?)";

@@ -72,7 +72,7 @@ std::vector<std::string> hist_lines(const std::vector<HistRow>& in, size_t width
   uint64_t peak = 1;
   for (const auto& r : rows) peak = std::max(peak, r.count);
   std::vector<std::string> out;
-  const size_t label_w = 9, count_w = 8;
+  const size_t label_w = 11, count_w = 7;
   const size_t bar_w = width > label_w + count_w + 2 ? width - label_w - count_w - 2 : 1;
   for (const auto& r : rows)
     out.push_back(fit(r.label, label_w, false) + " " + bar(double(r.count) / double(peak), bar_w, g) + " " +
@@ -88,9 +88,9 @@ std::vector<HistRow> linear_rows(const model::Slots& slots) {
 }
 
 std::string peers_line(const model::Peer& p, bool with_ns) {
-  std::string s = fit(p.comm, 15) + " " + fit(std::to_string(p.tid), 7, false) + " " +
-                  fit(std::to_string(p.count), 8, false) + "x";
-  if (with_ns) s += " " + fit(printf_str("%.1fms", double(p.ns) / 1e6), 9, false);
+  std::string s = fit(p.comm, 13) + " " + fit(std::to_string(p.tid), 7, false) + " " +
+                  fit(std::to_string(p.count) + "x", 7, false);
+  if (with_ns) s += " " + fit(printf_str("%.1fms", double(p.ns) / 1e6), 8, false);
   return s;
 }
 
@@ -244,11 +244,12 @@ std::vector<std::string> header_lines(const TopState& st) {
     cpu += p.cpu_pct; wait += p.wait_pct; csw += p.cswch_per_s; nvcsw += p.nvcswch_per_s;
     migr += p.migrations_per_s; threads += p.threads; cycles += p.io_cycles; events += p.io_events;
   }
-  std::string l2 = std::to_string(w.processes.size()) + " proc " + std::to_string(threads) + " thr  CPU " +
-                   pct(cpu) + "%  wait " + pct(wait) + "%  csw/s " + rate(csw) + "  nvcs/s " + rate(nvcsw) +
-                   "  mig/s " + rate(migr);
+  // Fits 80 columns for one process: the totals matter more than spacing.
+  std::string l2 = (w.processes.size() > 1 ? std::to_string(w.processes.size()) + " procs " : std::string()) +
+                   std::to_string(threads) + " thr CPU " + pct(cpu) + "% wait " + pct(wait) + "% /s: csw " +
+                   rate(csw) + " nvcs " + rate(nvcsw) + " mig " + rate(migr);
   if (w.has(model::kFieldIo) && w.wall_s > 0)
-    l2 += "  cyc/s " + rate(double(cycles) / w.wall_s) + "  ev/c " +
+    l2 += " cyc " + rate(double(cycles) / w.wall_s) + " ev/c " +
           printf_str("%.1f", cycles ? double(events) / double(cycles) : 0.0);
   out.push_back(l2);
 
@@ -285,12 +286,12 @@ std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, 
     s.lines.push_back(w.has(f) ? none : "not available from this source");
   };
 
-  Section io{"events per epoll cycle (the batch the kernel hands over)", {}};
+  Section io{"epoll events per cycle", {}};
   if (t.io) {
-    io.lines.push_back(printf_str("%.0f cycles/s", t.io->cycles_per_s) + printf_str("  avg %.2f", t.io->events_per_cycle) +
+    io.lines.push_back(printf_str("%.0f/s", t.io->cycles_per_s) + printf_str("  avg %.2f", t.io->events_per_cycle) +
                        printf_str("  p50 %.0f", model::linear_percentile(t.delta.io_events_hist, 50)) +
                        printf_str("  p99 %.0f", model::linear_percentile(t.delta.io_events_hist, 99)) +
-                       printf_str("  blocked %.0f%%", t.io->blocked_pct));
+                       printf_str("  blk %.0f%%", t.io->blocked_pct));
     for (auto& l : hist_lines(linear_rows(t.io->events_hist), width, max_rows, g)) io.lines.push_back(l);
   } else {
     unavailable(io, model::kFieldIo, "no epoll waits in this interval");
@@ -298,18 +299,17 @@ std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, 
   out.push_back(io);
 
   if (t.drain) {
-    Section d{"queue depth at drain (the batch the runtime runs)", {}};
-    d.lines.push_back(printf_str("%.0f drains", double(t.drain->batches)) + printf_str("  avg %.2f", t.drain->queue_depth_avg) +
-                      printf_str("  fibers/drain %.2f", t.drain->fibers_per_drain) +
-                      "  steals " + std::to_string(t.drain->steals));
+    Section d{"queue depth at drain", {}};
+    d.lines.push_back(printf_str("%.0f", double(t.drain->batches)) + printf_str(" avg %.2f", t.drain->queue_depth_avg) +
+                      printf_str(" fib/drain %.1f", t.drain->fibers_per_drain) + " steals " + std::to_string(t.drain->steals));
     for (auto& l : hist_lines(linear_rows(t.drain->queue_depth_hist), width, max_rows, g)) d.lines.push_back(l);
     out.push_back(d);
   }
 
-  Section rq{"run-queue latency (wakeup to running)", {}};
+  Section rq{"run-queue latency", {}};
   if (t.runq && t.runq->samples > 0) {
-    rq.lines.push_back(printf_str("%.0f samples", double(t.runq->samples)) + printf_str("  p50 %.0fus", t.runq->p50_us) +
-                       printf_str("  p99 %.0fus", t.runq->p99_us) + printf_str("  max %.0fus", t.runq->max_us));
+    rq.lines.push_back(printf_str("%.0f", double(t.runq->samples)) + printf_str(" p50 %.0fus", t.runq->p50_us) +
+                       printf_str(" p99 %.0fus", t.runq->p99_us) + printf_str(" max %.0fus", t.runq->max_us));
     std::vector<HistRow> rows;
     for (const auto& [slot, count] : model::nonzero_slots(t.delta.runq_hist))
       rows.push_back({ns_label(model::log2_slot_low(static_cast<int>(slot))), count});
@@ -320,22 +320,16 @@ std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, 
   out.push_back(rq);
 
   Section cpus{"CPUs (share of switch-ins)", {}};
-  if (!t.cpu_distribution.empty()) {
-    std::vector<HistRow> rows;
-    for (const auto& [cpu, share] : t.cpu_distribution) rows.push_back({"cpu" + std::to_string(cpu), 0});
-    size_t i = 0;
-    for (const auto& [cpu, share] : t.cpu_distribution) {
-      if (i >= max_rows) break;
-      const size_t bw = width > 20 ? width - 20 : 1;
-      cpus.lines.push_back(fit(rows[i++].label, 9, false) + " " + bar(share / 100.0, bw, g) + " " +
-                           fit(printf_str("%.1f%%", share), 8, false));
-    }
-  } else {
-    unavailable(cpus, model::kFieldCpuDist, "did not run in this interval");
+  for (const auto& [cpu, share] : t.cpu_distribution) {
+    if (cpus.lines.size() >= max_rows) break;
+    const size_t bw = width > 20 ? width - 20 : 1;
+    cpus.lines.push_back(fit("cpu" + std::to_string(cpu), 9, false) + " " + bar(share / 100.0, bw, g) + " " +
+                         fit(printf_str("%.1f%%", share), 8, false));
   }
+  if (t.cpu_distribution.empty()) unavailable(cpus, model::kFieldCpuDist, "did not run in this interval");
   out.push_back(cpus);
 
-  Section pre{"preempted by (count, wait that followed)", {}};
+  Section pre{"preempted by (times, wait after)", {}};
   for (const auto& p : t.preempted_by) pre.lines.push_back(peers_line(p, true));
   if (t.preempted_by.empty()) unavailable(pre, model::kFieldPairs, "nobody");
   out.push_back(pre);
@@ -344,7 +338,7 @@ std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, 
   if (t.woken_by.empty()) unavailable(wk, model::kFieldPairs, "nobody");
   out.push_back(wk);
 
-  Section hist{"history (one glyph per interval, newest right)", {}};
+  Section hist{"history (newest right)", {}};
   if (const auto* h = st.history(model::key_of(t))) {
     const size_t sw = width > 16 ? width - 16 : 1;
     auto line = [&](const char* name, const std::deque<double>& v, double floor_max) {
