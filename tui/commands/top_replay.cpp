@@ -56,7 +56,8 @@ int run_top_replay(const TopOptions& opt) {
   const uint64_t interval_ns =
       meta.interval_ns ? meta.interval_ns : std::max<uint64_t>(1, (snaps.back().ts_ns - snaps.front().ts_ns) / r.count);
   st.set_interval(static_cast<double>(interval_ns) / 1e9);
-  st.target = meta.target + " from " + opt.replay;
+  const auto slash = opt.replay.find_last_of('/');
+  st.target = meta.target + " from " + (slash == std::string::npos ? opt.replay : opt.replay.substr(slash + 1));
   st.source_line = std::string(model::to_string(meta.source)) + " (" + meta.attach_mode + ")";
   for (const auto& n : contents->notes) st.notes.push_back(n.text);
 

@@ -225,17 +225,17 @@ std::string row_text(const std::vector<Column>& cols, const ThreadWindow& t, con
 std::vector<std::string> header_lines(const TopState& st) {
   const auto& w = st.window();
   std::vector<std::string> out;
-  std::string l1 = "platoon top  " + st.target;
+  // Early in the line: a narrow terminal cuts the end.
+  std::string l1 = st.paused() ? "platoon top [PAUSED]  " : "platoon top  ";
   const auto& r = st.replay();
   if (r.active)
-    l1 += "  replay " + std::to_string(r.position) + "/" + std::to_string(r.count) + " x" + printf_str("%g", r.speed);
+    l1 += "replay " + std::to_string(r.position) + "/" + std::to_string(r.count) + " x" + printf_str("%g", r.speed) +
+          "  " + st.target;
   else
-    l1 += "  every " + printf_str("%g", st.interval_s()) + "s";
+    l1 += st.target + "  every " + printf_str("%g", st.interval_s()) + "s";
   l1 += "  source " + st.source_line + "  lost " + std::to_string(w.losses.lost_events);
   if (w.losses.untracked_threads || w.losses.lost_pairs)
     l1 += " untracked " + std::to_string(w.losses.untracked_threads) + " pairs " + std::to_string(w.losses.lost_pairs);
-  if (st.paused()) l1 += "  [PAUSED]";
-  if (!st.recording.empty()) l1 += "  " + st.recording;
   out.push_back(l1);
 
   double cpu = 0, wait = 0, csw = 0, nvcsw = 0, migr = 0;
@@ -271,7 +271,8 @@ std::vector<std::string> header_lines(const TopState& st) {
   }
   out.push_back(l3);
 
-  std::string l4 = "batch b50/b99: q = drain queue depth, e = epoll events/cycle";
+  // The recording state replaces the legend (also in help) so that it fits 80 columns.
+  std::string l4 = st.recording.empty() ? "batch b50/b99: q = drain queue depth, e = epoll events/cycle" : st.recording;
   if (st.editing_filter()) l4 = "filter: " + st.filter() + "_   (Enter keeps, Esc clears)";
   else if (!st.filter().empty()) l4 += "  filter: " + st.filter();
   if (!st.status.empty()) l4 += "  " + st.status;
