@@ -132,7 +132,7 @@ int run_top(const TopOptions& opt) {
     if (next < boottime_ns()) next = boottime_ns() + static_cast<uint64_t>(st.interval_s() * 1e9);
     if (ended.empty()) {
       ended = targets_gone(opt, pids, child);
-      if (!ended.empty()) st.status = ended + " (q quits)";
+      if (!ended.empty()) st.status = screen ? ended + " (q quits)" : ended;
     }
     if (screen) {
       screen->draw(st);
