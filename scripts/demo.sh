@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The demo: platoon-mock and platoon-load on CPU 0, platoon-server on CPU 1 (2 carriers),
-# load at a fixed rate, and the server's live per-thread scheduling numbers.
-# Stops everything on Ctrl-C or after --duration.
+# load at a fixed rate, and the server's live per-thread scheduling numbers in `platoon top`.
+# On a terminal the dashboard runs until you quit it (q or Ctrl-C) and load runs as long;
+# otherwise (pipes, CI) `platoon top --batch` prints --duration tables. Everything is stopped
+# on the way out.
 # usage: scripts/demo.sh [BUILD_DIR] [--duration S] [--rate R] [--scheduler carrier|pool] [--pin]
 set -uo pipefail
 build=build
@@ -53,17 +55,24 @@ for _ in $(seq 50); do grep -q "listening on" "$log/server.log" && break; sleep 
 port=$(grep -o 'listening on [0-9.]*:[0-9]*' "$log/server.log" | head -1 | sed 's/.*://')
 [ -n "$port" ] || { echo "demo: platoon-server did not start:"; cat "$log/server.log"; exit 1; }
 
+# On a terminal the load runs until the dashboard is quit; the cleanup trap stops it.
+interactive=
+[ -t 1 ] && [ -t 0 ] && interactive=1
+load_duration=$duration
+[ -n "$interactive" ] && load_duration=86400
 echo "mock :$mock_port (CPU $side_cpus)  server :$port pid $server_pid (CPU $server_cpus, $scheduler)  load $rate req/s (CPU $side_cpus)  logs $log"
 taskset -c $side_cpus "$bin/platoon-load" --url "http://127.0.0.1:$port/fruits" --rate "$rate" \
-  --connections 100 --threads 1 --duration "$duration" --latency > "$log/load.txt" 2>&1 &
+  --connections 100 --threads 1 --duration "$load_duration" --latency > "$log/load.txt" 2>&1 &
 load_pid=$!
 pids+=($load_pid)
 
-# Until `platoon top` exists: the per-thread view from /proc.
-"$(dirname "$0")/proc-threads.sh" "$server_pid" 1 "$duration" &
-view_pid=$!
-pids+=($view_pid)
-wait $load_pid
-kill $view_pid 2>/dev/null
-echo
-cat "$log/load.txt"
+if [ -n "$interactive" ]; then
+  # The dashboard in the foreground: Ctrl-C or q ends it, then the trap stops the rest.
+  "$bin/platoon" top --pid "$server_pid" --interval 1
+  echo "demo: stopping the load, the server and the mock (logs in $log)"
+else
+  "$bin/platoon" top --pid "$server_pid" --interval 1 --batch --iterations "$duration"
+  wait $load_pid
+  echo
+  cat "$log/load.txt"
+fi

@@ -20,6 +20,7 @@ void install_stop_signals() {
   struct sigaction sa{};
   sa.sa_handler = on_stop;
   sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: the loops' waits return at once with EINTR
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
