@@ -80,7 +80,7 @@ int run_top_replay(const TopOptions& opt) {
   while (!stop_requested()) {
     const uint64_t now = boottime_ns();
     if (now < next) {
-      const int key = screen->read_key(static_cast<int>(std::min<uint64_t>((next - now) / 1'000'000 + 1, 1000)));
+      const int key = screen->read_key(static_cast<int>(std::min<uint64_t>((next - now) / 1'000'000 + 1, 60'000)));
       if (key == -1) continue;
       const Intent in = apply_key(key, st, screen->page_rows());
       if (in == Intent::quit) break;

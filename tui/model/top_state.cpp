@@ -82,18 +82,17 @@ double sort_value(Column c, const ThreadWindow& t) {
 void TopState::push(Window w) {
   window_ = std::move(w);
   has_window_ = true;
-  std::map<ThreadKey, ThreadHistory> next;
+  // In place: moving std::deque allocates in libstdc++, and this runs for every thread.
+  ++generation_;
   for (const auto& t : window_.threads) {
-    const ThreadKey k = key_of(t);
-    auto it = history_.find(k);
-    ThreadHistory h = it != history_.end() ? std::move(it->second) : ThreadHistory{};
+    auto& [gen, h] = history_[key_of(t)];
+    gen = generation_;
     push_bounded(h.cpu_pct, t.cpu_pct, history_len_);
     push_bounded(h.wait_pct, t.wait_pct, history_len_);
     push_bounded(h.events_per_cycle, t.io ? t.io->events_per_cycle : 0.0, history_len_);
     push_bounded(h.queue_depth, t.drain ? t.drain->queue_depth_avg : 0.0, history_len_);
-    next.emplace(k, std::move(h));
   }
-  history_ = std::move(next);
+  std::erase_if(history_, [this](const auto& kv) { return kv.second.first != generation_; });
 }
 
 void TopState::clear_history() {
@@ -104,7 +103,7 @@ void TopState::clear_history() {
 
 const ThreadHistory* TopState::history(const ThreadKey& k) const {
   auto it = history_.find(k);
-  return it == history_.end() ? nullptr : &it->second;
+  return it == history_.end() ? nullptr : &it->second.second;
 }
 
 std::vector<const ThreadWindow*> TopState::rows() const {

@@ -129,7 +129,8 @@ class TopState {
   size_t history_len_;
   Window window_;
   bool has_window_ = false;
-  std::map<ThreadKey, ThreadHistory> history_;
+  std::map<ThreadKey, std::pair<uint64_t, ThreadHistory>> history_;  // (generation last seen, history)
+  uint64_t generation_ = 0;
   std::optional<ThreadKey> selection_;
   size_t scroll_ = 0;
   Column sort_ = Column::cpu;

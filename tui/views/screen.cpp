@@ -2,6 +2,7 @@
 
 #include <curses.h>
 #include <langinfo.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <clocale>
@@ -46,7 +47,14 @@ std::unique_ptr<Screen> Screen::open(std::string& error) {
 Screen::~Screen() { endwin(); }
 
 int Screen::read_key(int timeout_ms) {
-  timeout(timeout_ms);
+  // Our own poll rather than getch's timeout: ncurses resumes its wait after a signal, while
+  // poll(2) returns at once on SIGINT/SIGTERM (stop) and SIGWINCH (KEY_RESIZE), so the loop
+  // can sleep a whole interval and still answer within milliseconds.
+  timeout(0);
+  int key = getch();  // keys ncurses has already read and queued
+  if (key != ERR) return key;
+  pollfd fd{STDIN_FILENO, POLLIN, 0};
+  poll(&fd, 1, timeout_ms);
   return getch();
 }
 
