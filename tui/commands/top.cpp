@@ -80,7 +80,7 @@ int run_top(const TopOptions& opt) {
   st.set_interval(opt.interval_s);
   st.target = opt.live.target.describe();
   st.source_line = source_line(*source);
-  if (!note.empty()) st.notes.push_back(note);
+  if (!note.empty()) st.status = note;  // why BPF was not used: shown until something newer
 
   std::unique_ptr<tui::Screen> screen;
   if (!batch) {

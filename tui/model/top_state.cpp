@@ -24,7 +24,7 @@ constexpr std::array<ColumnInfo, 13> kColumns{{
     {Column::ev_per_cycle, "ev/c", 5, false, true, true, 2, "ready events per epoll wait call"},
     {Column::batch_p50, "b50", 4, false, true, true, 2, "batch size p50 (q: drain queue depth, e: epoll events/cycle)"},
     {Column::batch_p99, "b99", 5, false, true, true, 2, "batch size p99, with its source letter q or e"},
-    {Column::history, "HIST", 10, true, false, false, 4, "sparkline of recent intervals (%wait or %CPU: w)"},
+    {Column::history, "HIST", 10, true, false, false, 4, "sparkline of recent intervals (%wait or %CPU)"},
 }};
 
 bool icontains(const std::string& hay, const std::string& needle) {

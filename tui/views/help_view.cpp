@@ -24,6 +24,11 @@ void draw_help(const DrawContext& dc, const model::TopState& st) {
   }
   lines.push_back("");
   lines.push_back("b50/b99: drain queue depth (q) when the thread drains, else epoll events/cycle (e)");
+  // The columns too, when the terminal is tall enough for both.
+  if (dc.lines >= static_cast<int>(lines.size() + model::columns().size()) + 4) {
+    lines.push_back("");
+    for (const auto& c : model::columns()) lines.push_back(fit(c.title, 10) + " " + c.help);
+  }
   const int h = std::min(dc.lines, static_cast<int>(lines.size()) + 2);
   const int w = std::min(dc.cols, 84);
   WindowPtr win(newwin(h, w, std::max(0, (dc.lines - h) / 2), std::max(0, (dc.cols - w) / 2)));
