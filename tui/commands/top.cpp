@@ -57,6 +57,109 @@ std::string targets_gone(const TopOptions& opt, const std::vector<pid_t>& pids, 
   return pids.size() == 1 ? "target exited" : "all targets exited";
 }
 
+// The loop of a live session: keys between intervals, one snapshot per interval.
+class LiveTop {
+ public:
+  LiveTop(const TopOptions& opt, std::unique_ptr<LiveSource> source, std::vector<pid_t> pids,
+          std::optional<LaunchedCommand> child, std::unique_ptr<tui::Screen> screen)
+      : opt_(opt), source_(std::move(source)), pids_(std::move(pids)), child_(std::move(child)),
+        screen_(std::move(screen)) {
+    st_.set_interval(opt.interval_s);
+    st_.target = opt.live.target.describe();
+    st_.source_line = source_line(*source_);
+  }
+  model::TopState& state() { return st_; }
+
+  void run() {
+    prev_ = source_->snapshot();
+    next_ = boottime_ns() + interval_ns();
+    if (screen_) screen_->draw(st_);
+    while (!stop_requested()) {
+      const uint64_t now = boottime_ns();
+      if (now >= next_) {
+        if (!tick()) break;
+        continue;
+      }
+      // Sleep until the interval is due: waking more often is most of what a dashboard costs
+      // (waking every 100 ms measured 1.2% of a core). Signals cut the wait short (EINTR).
+      const int wait_ms = static_cast<int>(std::min<uint64_t>((next_ - now) / 1'000'000 + 1, 60'000));
+      if (!screen_) {
+        const timespec ts{wait_ms / 1000, static_cast<long>(wait_ms % 1000) * 1'000'000};
+        nanosleep(&ts, nullptr);  // a signal ends it early
+      } else if (const int key = screen_->read_key(wait_ms); key != -1 && !on_key(key)) {
+        break;
+      }
+    }
+  }
+
+  int finish() {
+    recorder_.stop(stop_requested() ? "interrupted" : "top quit");
+    const std::string saved = recorder_.describe();
+    const bool batch = screen_ == nullptr;
+    screen_.reset();  // the terminal is ours again before anything is printed
+    if (!saved.empty()) std::fprintf(stderr, "platoon top: %s\n", saved.c_str());
+    if (batch && !ended_.empty()) std::fprintf(stderr, "platoon top: %s\n", ended_.c_str());
+    std::string status;
+    if (child_ && !child_->poll_exit(status)) kill(child_->pid(), SIGTERM);  // we started it: it ends with us
+    return 0;
+  }
+
+ private:
+  uint64_t interval_ns() const { return static_cast<uint64_t>(st_.interval_s() * 1e9); }
+
+  // False to quit.
+  bool on_key(int key) {
+    const Intent in = apply_key(key, st_, screen_->page_rows());
+    if (in == Intent::quit) return false;
+    if (in == Intent::retime) next_ = boottime_ns() + interval_ns();
+    if (in == Intent::record) {
+      std::string error;
+      if (recorder_.active()) recorder_.stop("stopped from top");
+      else if (!recorder_.start(meta_for(opt_, *source_, pids_), prev_, error)) st_.status = error;
+    }
+    st_.recording = recorder_.describe();
+    screen_->draw(st_);  // every key redraws; KEY_RESIZE lands here too
+    return true;
+  }
+
+  // One interval: snapshot, window, model, output. False when a batch run is done.
+  bool tick() {
+    source_->refresh();
+    model::Snapshot cur = source_->snapshot();
+    recorder_.write(cur);
+    st_.recording = recorder_.describe();
+    // Paused: the model stands still, but the baseline moves on so that resuming shows the
+    // latest interval rather than one as long as the pause.
+    if (!st_.paused()) st_.push(model::make_window(prev_, cur));
+    prev_ = std::move(cur);
+    next_ += interval_ns();
+    if (next_ < boottime_ns()) next_ = boottime_ns() + interval_ns();  // fell behind: no burst
+    if (ended_.empty()) {
+      ended_ = targets_gone(opt_, pids_, child_);
+      if (!ended_.empty()) st_.status = screen_ ? ended_ + " (q quits)" : ended_;
+    }
+    if (screen_) {
+      screen_->draw(st_);
+      return true;
+    }
+    std::fputs(tui::batch_text(st_).c_str(), stdout);
+    std::fflush(stdout);
+    return ++done_ != opt_.iterations && ended_.empty();
+  }
+
+  const TopOptions& opt_;
+  std::unique_ptr<LiveSource> source_;
+  std::vector<pid_t> pids_;
+  std::optional<LaunchedCommand> child_;
+  std::unique_ptr<tui::Screen> screen_;
+  model::TopState st_;
+  Recorder recorder_;
+  model::Snapshot prev_;
+  uint64_t next_ = 0;
+  long done_ = 0;
+  std::string ended_;
+};
+
 }  // namespace
 
 int run_top(const TopOptions& opt) {
@@ -72,15 +175,10 @@ int run_top(const TopOptions& opt) {
     if (!child) return fail(error);
     pids = {child->pid()};
   }
+  // Without raw events: the live view reads the in-kernel aggregates once per interval only.
   auto source = LiveSource::open(opt.live, pids, /*record_events=*/false, error, note);
   if (!source) return fail(error);
   install_stop_signals();
-
-  model::TopState st;
-  st.set_interval(opt.interval_s);
-  st.target = opt.live.target.describe();
-  st.source_line = source_line(*source);
-  if (!note.empty()) st.status = note;  // why BPF was not used: shown until something newer
 
   std::unique_ptr<tui::Screen> screen;
   if (!batch) {
@@ -93,69 +191,10 @@ int run_top(const TopOptions& opt) {
     screen.reset();
     return fail(error);
   }
-
-  Recorder recorder;
-  model::Snapshot prev = source->snapshot();
-  uint64_t next = boottime_ns() + static_cast<uint64_t>(st.interval_s() * 1e9);
-  long done = 0;
-  std::string ended;
-  if (screen) screen->draw(st);
-  while (!stop_requested()) {
-    const uint64_t now = boottime_ns();
-    if (now < next) {
-      // Sleep until the interval is due: waking more often is most of what a dashboard costs
-      // (waking every 100 ms measured 1.2% of a core). Signals cut the wait short (EINTR).
-      const int wait_ms = static_cast<int>(std::min<uint64_t>((next - now) / 1'000'000 + 1, 60'000));
-      if (!screen) {
-        const timespec ts{wait_ms / 1000, static_cast<long>(wait_ms % 1000) * 1'000'000};
-        nanosleep(&ts, nullptr);  // a signal ends it early
-        continue;
-      }
-      const int key = screen->read_key(wait_ms);
-      if (key == -1) continue;
-      const Intent in = apply_key(key, st, screen->page_rows());
-      if (in == Intent::quit) break;
-      if (in == Intent::retime) next = boottime_ns() + static_cast<uint64_t>(st.interval_s() * 1e9);
-      if (in == Intent::record) {
-        if (recorder.active()) recorder.stop("stopped from top");
-        else if (!recorder.start(meta_for(opt, *source, pids), prev, error)) st.status = error;
-      }
-      st.recording = recorder.describe();
-      screen->draw(st);  // every key redraws; KEY_RESIZE lands here too
-      continue;
-    }
-    source->refresh();
-    model::Snapshot cur = source->snapshot();
-    recorder.write(cur);
-    st.recording = recorder.describe();
-    // Paused: the model stands still, but the baseline moves on so that resuming shows the
-    // latest interval rather than one as long as the pause.
-    if (!st.paused()) st.push(model::make_window(prev, cur));
-    prev = std::move(cur);
-    next += static_cast<uint64_t>(st.interval_s() * 1e9);
-    if (next < boottime_ns()) next = boottime_ns() + static_cast<uint64_t>(st.interval_s() * 1e9);
-    if (ended.empty()) {
-      ended = targets_gone(opt, pids, child);
-      if (!ended.empty()) st.status = screen ? ended + " (q quits)" : ended;
-    }
-    if (screen) {
-      screen->draw(st);
-      continue;
-    }
-    std::fputs(tui::batch_text(st).c_str(), stdout);
-    std::fflush(stdout);
-    if (++done == opt.iterations || !ended.empty()) break;
-  }
-  recorder.stop(stop_requested() ? "interrupted" : "top quit");
-  const std::string saved = recorder.describe();
-  screen.reset();  // the terminal is ours again before anything is printed
-  if (!saved.empty()) std::fprintf(stderr, "platoon top: %s\n", saved.c_str());
-  if (batch && !ended.empty()) std::fprintf(stderr, "platoon top: %s\n", ended.c_str());
-  if (child) {
-    std::string status;
-    if (!child->poll_exit(status)) kill(child->pid(), SIGTERM);  // we started it: it ends with us
-  }
-  return 0;
+  LiveTop top(opt, std::move(source), std::move(pids), std::move(child), std::move(screen));
+  if (!note.empty()) top.state().status = note;  // why BPF was not used: shown until something newer
+  top.run();
+  return top.finish();
 }
 
 }  // namespace platoon::cli
