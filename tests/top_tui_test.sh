@@ -92,6 +92,13 @@ tm resize-window -t top -x 80 -y 24
 wait_gone 'nvcs/s' || fail "resize back to 80 did not redraw"
 [ "$(screen | wc -l)" -le 24 ] || fail "more than 24 lines after resize"
 
+# Interval and sparkline keys.
+keys -; wait_for 'every 2s' || fail "- did not lengthen the interval"
+keys + +; wait_for 'every 0.5s' || fail "+ did not shorten the interval"
+keys -; wait_for 'every 1s' || fail "- did not go back to 1 s"
+keys w; wait_for 'HIST %cpu' || fail "w did not switch the sparkline to %CPU"
+keys w; wait_for 'HIST %wait' || fail "w did not switch back"
+
 # Pause, then record a few intervals with r.
 keys ' '; wait_for '\[PAUSED\]' || fail "space did not pause"
 keys ' '; wait_gone '\[PAUSED\]' || fail "space did not resume"
@@ -114,5 +121,7 @@ keys ' ' ; wait_for '\[PAUSED\]' || fail "replay pause"
 pos=$(screen | grep -oE 'replay [0-9]+' | grep -oE '[0-9]+')
 keys ','; [ "$pos" -gt 1 ] && { wait_for "replay $((pos - 1))/" || fail "',' did not step back"; pos=$((pos - 1)); }
 keys '.'; wait_for "replay $((pos + 1))/" || fail "'.' did not step forward"
+keys +; wait_for 'x2 ' || fail "+ did not speed up the replay"
+keys - -; wait_for 'x0.5 ' || fail "- did not slow down the replay"
 keys q; wait_gone 'replay [0-9]' || fail "q did not quit the replay"
 echo PASS

@@ -1,6 +1,8 @@
 // The main view: header lines, the column header, one row per thread, the key hint.
 #include <curses.h>
 
+#include <algorithm>
+
 #include "tui/keymap.hpp"
 #include "tui/views/draw.hpp"
 
@@ -45,6 +47,11 @@ void draw_table(const DrawContext& dc, model::TopState& st) {
       const int a = static_cast<int>(r) == sel ? dc.attr(kPairSelected, A_REVERSE) : 0;
       put(dc, first + i, 0, fit(row_text(cols, *rows[r], st, dc.glyphs), static_cast<size_t>(dc.cols)), a);
     }
+  }
+  // Where the selection is, when the threads do not fit on one page (a 1,000-thread server).
+  if (height > 0 && rows.size() > static_cast<size_t>(height)) {
+    const std::string pos = " " + std::to_string(st.selected_index() + 1) + "/" + std::to_string(rows.size());
+    put(dc, kHeaderLines - 1, std::max(0, dc.cols - static_cast<int>(pos.size())), pos, A_BOLD);
   }
   put(dc, dc.lines - 1, 0, footer_hint(st.replay().active), A_DIM);
 }
