@@ -319,9 +319,10 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			}
 			s->on_cpu = 1;
 			s->run_start_ns = now;
-			/* comm is refreshed now and then, not on every switch: a rename shows up
-			 * within 64 switch-ins, and the copy stays off most switches. */
-			if ((s->switch_ins & 63) == 0)
+			/* comm is refreshed now and then, not on every switch: at each of a thread's
+			 * first 16 switch-ins (threads name themselves right after they start), then
+			 * every 64th, so a rename shows up and the copy stays off most switches. */
+			if (s->switch_ins < 16 || (s->switch_ins & 63) == 0)
 				read_comm(s->comm, next);
 			s->switch_ins++;
 			if (cpu < PLATOON_MAX_CPUS)
@@ -604,17 +605,30 @@ static __always_inline void add_target_if_match(struct task_struct *t)
 	add_target(tgid);
 }
 
+/* exec renames the task: a tracked thread (say, a `-- CMD` child that was `platoon` until
+ * now) takes its new name at once rather than at its next comm refresh. */
+static __always_inline void on_exec(bool btf, struct task_struct *p)
+{
+	__u32 tid = TASK_FIELD(btf, p, pid);
+	struct platoon_thread_stats *s;
+
+	add_target_if_match(p);
+	s = bpf_map_lookup_elem(&stats, &tid);
+	if (s)
+		read_comm(s->comm, p);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(exec_btf, struct task_struct *p)
 {
-	add_target_if_match(p);
+	on_exec(true, p);
 	return 0;
 }
 
 SEC("raw_tp/sched_process_exec")
 int BPF_PROG(exec_raw, struct task_struct *p)
 {
-	add_target_if_match(p);
+	on_exec(false, p);
 	return 0;
 }
 
