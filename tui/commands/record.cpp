@@ -73,14 +73,10 @@ int run_record(const RecordOptions& opt) {
   };
   std::string error, note;
 
-  const bool launch = !opt.live.target.command.empty();
-  std::optional<LaunchedCommand> child =
-      launch ? LaunchedCommand::start(opt.live.target.command, error) : std::nullopt;
-  std::vector<pid_t> pids = opt.live.target.pids;
-  if (launch) {
-    if (!child) return fail(error);
-    pids = {child->pid()};
-  }
+  LiveTarget target;
+  if (!start_live_target(opt.live.target, target, error)) return fail(error);
+  auto& child = target.child;
+  const std::vector<pid_t>& pids = target.pids;
 
   auto source = LiveSource::open(opt.live, pids, opt.events, error, note);
   if (!source) return fail(error);

@@ -127,6 +127,16 @@ LaunchedCommand::~LaunchedCommand() {
   if (pid_ > 0 && !reaped_) waitpid(pid_, nullptr, go_fd_ >= 0 ? 0 : WNOHANG);
 }
 
+bool start_live_target(const TargetSpec& spec, LiveTarget& out, std::string& error) {
+  out.pids = spec.pids;
+  if (spec.command.empty()) return true;
+  auto child = LaunchedCommand::start(spec.command, error);
+  if (!child) return false;
+  out.pids = {child->pid()};
+  out.child.emplace(std::move(*child));
+  return true;
+}
+
 bool LaunchedCommand::release(std::string& error) {
   close(go_fd_);
   go_fd_ = -1;

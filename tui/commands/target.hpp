@@ -50,6 +50,14 @@ class LaunchedCommand {
   bool reaped_ = false;
 };
 
+// The processes a live command watches: the given pids, or a command launched held before exec
+// (its pid; release() it once the source is attached). False with a message if it cannot start.
+struct LiveTarget {
+  std::optional<LaunchedCommand> child;
+  std::vector<pid_t> pids;
+};
+bool start_live_target(const TargetSpec& spec, LiveTarget& out, std::string& error);
+
 // True while /proc/PID exists and is not a zombie.
 bool process_alive(pid_t pid);
 

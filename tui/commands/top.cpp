@@ -167,14 +167,10 @@ int run_top(const TopOptions& opt) {
   std::string error, note;
   const bool batch = opt.batch || !isatty(STDOUT_FILENO);
 
-  const bool launch = !opt.live.target.command.empty();
-  std::optional<LaunchedCommand> child =
-      launch ? LaunchedCommand::start(opt.live.target.command, error) : std::nullopt;
-  std::vector<pid_t> pids = opt.live.target.pids;
-  if (launch) {
-    if (!child) return fail(error);
-    pids = {child->pid()};
-  }
+  LiveTarget target;
+  if (!start_live_target(opt.live.target, target, error)) return fail(error);
+  auto& child = target.child;
+  const std::vector<pid_t>& pids = target.pids;
   // Without raw events: the live view reads the in-kernel aggregates once per interval only.
   auto source = LiveSource::open(opt.live, pids, /*record_events=*/false, error, note);
   if (!source) return fail(error);
