@@ -94,6 +94,14 @@ int main(int argc, char** argv) {
   report->add_option("--vs", rep.vs, "a second trace: print both side by side with ratios");
   report->add_option("-f,--format", rep.format, "text or json")->capture_default_str();
 
+  ExportOptions exp;
+  CLI::App* exporter = app.add_subcommand("export", "convert a trace file for other tools (Perfetto UI, spreadsheets)");
+  exporter->add_option("file", exp.file, "trace file written by platoon record")->required();
+  exporter->add_option("-f,--format", exp.format, "chrome (Trace Event JSON), csv, or perfetto (not yet)")->required();
+  exporter->add_option("-o,--output", exp.output, "file to write")->required();
+  exporter->footer("Examples:\n  platoon export run.trace --format chrome -o run.json   # open in ui.perfetto.dev\n"
+                   "  platoon export run.trace --format csv -o run.csv");
+
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::CallForHelp& e) {
@@ -138,6 +146,12 @@ int main(int argc, char** argv) {
     if (rep.format != "text" && rep.format != "json")
       return usage_error("report", "--format must be text or json, not '" + rep.format + "'");
     return run_report(rep);
+  }
+  if (exporter->parsed()) {
+    if (exp.format == "perfetto") return usage_error("export", "--format perfetto is not implemented yet");
+    if (exp.format != "chrome" && exp.format != "csv")
+      return usage_error("export", "--format must be perfetto, chrome or csv, not '" + exp.format + "'");
+    return run_export(exp);
   }
   return kExitUsage;
 }

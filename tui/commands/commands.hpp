@@ -39,6 +39,13 @@ struct ReportOptions {
 };
 int run_report(const ReportOptions& opt);
 
+struct ExportOptions {
+  std::string file;
+  std::string format;         // csv or chrome (perfetto: not yet)
+  std::string output;
+};
+int run_export(const ExportOptions& opt);
+
 struct TopOptions {
   LiveOptions live;
   double interval_s = 1.0;

@@ -1,0 +1,116 @@
+// platoon export: a trace file in formats other tools read. csv (one row per thread per
+// interval) works from the snapshots alone; chrome (Trace Event JSON) needs the raw events.
+// perfetto (protobuf) is not written yet.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <utility>
+
+#include "tui/commands/commands.hpp"
+#include "tui/model/export_chrome.hpp"
+#include "tui/model/export_csv.hpp"
+#include "tui/model/trace_reader.hpp"
+
+namespace platoon::cli {
+namespace {
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "platoon export: %s\n", msg.c_str());
+  return kExitFailure;
+}
+
+// The output is written next to OUT under a temporary name and renamed into place only when
+// complete: a bad input or a full disk never leaves a half-written OUT (or clobbers an old one).
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp" + std::to_string(getpid())) {
+    stream_.open(tmp_, std::ios::binary | std::ios::trunc);
+    if (!stream_) error_ = "cannot write " + path_ + ": " + std::strerror(errno);
+  }
+  ~OutputFile() {
+    if (!committed_) {
+      stream_.close();
+      std::remove(tmp_.c_str());
+    }
+  }
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  std::ostream& stream() { return stream_; }
+  bool commit() {
+    stream_.close();
+    if (stream_.fail()) error_ = "writing " + path_ + " failed";
+    else if (std::rename(tmp_.c_str(), path_.c_str()) != 0) error_ = "cannot write " + path_ + ": " + std::strerror(errno);
+    else committed_ = true;
+    return committed_;
+  }
+
+ private:
+  std::string path_, tmp_;
+  std::ofstream stream_;
+  std::string error_;
+  bool committed_ = false;
+};
+
+void warn_incomplete(const std::string& path, const model::TraceContents& c) {
+  if (c.truncated)
+    std::fprintf(stderr, "platoon export: %s is truncated at byte %llu (%s): exporting what precedes it\n",
+                 path.c_str(), static_cast<unsigned long long>(c.truncated_at), c.truncated_reason.c_str());
+  else if (!c.complete)
+    std::fprintf(stderr, "platoon export: %s was not finished (the recorder did not stop cleanly)\n", path.c_str());
+}
+
+int export_csv(const ExportOptions& opt) {
+  OutputFile out(opt.output);
+  if (!out.ok()) return fail(out.error());
+  model::write_csv_header(out.stream());
+  // Streamed: rows go out as snapshots are read, events are dropped unread into memory.
+  model::CsvExporter csv(out.stream());
+  model::ReadOptions ro;
+  ro.on_event = [](const platoon_event_header&, const void*, size_t) {};
+  ro.on_snapshot = [&csv](model::Snapshot&& s) { csv.add(std::move(s)); };
+  std::string error;
+  auto c = model::read_trace(opt.file, &error, ro);
+  if (!c) return fail(error);
+  if (c->snapshot_count == 0) return fail(opt.file + ": the recording holds no snapshot");
+  warn_incomplete(opt.file, *c);
+  return out.commit() ? 0 : fail(out.error());
+}
+
+int export_chrome(const ExportOptions& opt) {
+  // Held in memory: slices are built from switches sorted by time, and the ring buffer does not
+  // deliver them strictly in order. A long recording needs a streaming sort (later).
+  std::string error;
+  auto c = model::read_trace(opt.file, &error);
+  if (!c) return fail(error);
+  if (c->snapshots.empty()) return fail(opt.file + ": the recording holds no snapshot");
+  if (c->event_count == 0 || c->snapshots.front().source == model::Source::procfs)
+    return fail(opt.file + " has no raw events (recorded with --no-events or --procfs): chrome export needs them");
+  warn_incomplete(opt.file, *c);
+  OutputFile out(opt.output);
+  if (!out.ok()) return fail(out.error());
+  model::ChromeStats stats;
+  if (!model::write_chrome_trace(out.stream(), c->events, c->snapshots, &stats) || !out.commit())
+    return fail(out.error().empty() ? "writing " + opt.output + " failed" : out.error());
+  if (stats.dropped > 0)
+    std::fprintf(stderr, "platoon export: %zu running slices dropped: their switch-in or switch-out event was lost\n",
+                 stats.dropped);
+  return 0;
+}
+
+}  // namespace
+
+int run_export(const ExportOptions& opt) {
+  if (opt.format == "csv") return export_csv(opt);
+  if (opt.format == "chrome") return export_chrome(opt);
+  std::fprintf(stderr, "platoon export: --format %s is not implemented yet\n", opt.format.c_str());
+  return kExitUsage;
+}
+
+}  // namespace platoon::cli
