@@ -164,12 +164,14 @@ bool write_chrome_trace(std::ostream& out, std::span<const uint8_t> events,
   struct Open { uint64_t start_ns; uint32_t cpu; };
   std::unordered_map<uint32_t, Open> open;
   std::unordered_set<uint32_t> exited;
+  std::unordered_set<uint32_t> seen;  // threads with an earlier switch event
   for (const auto& e : sched) {
     auto t = targets.find(e.prev);
     if (e.prev != 0 && t != targets.end() && !exited.count(e.prev)) {
       if (e.exit) exited.insert(e.prev);
+      const bool first_event = seen.insert(e.prev).second;
       auto o = open.find(e.prev);
-      if (o == open.end()) {
+      if (o == open.end() && first_event) {
         // Already running when the recording started (its first event is a switch-out or its
         // exit): the slice starts with the trace.
         if (e.ts_ns > first_ns) {
@@ -177,6 +179,10 @@ bool write_chrome_trace(std::ostream& out, std::span<const uint8_t> events,
           ++stats.slices;
         }
         ++stats.opened_at_start;
+      } else if (o == open.end()) {
+        // A switch-out whose switch-in was never traced (the kernel occasionally skips one,
+        // see bpf/platoon.bpf.c): its start is unknown, so the slice is dropped.
+        ++stats.dropped;
       } else {
         if (o->second.cpu == e.cpu) {
           emit.slice(t->second.pid, e.prev, o->second.start_ns, e.ts_ns, e.cpu);
@@ -188,6 +194,7 @@ bool write_chrome_trace(std::ostream& out, std::span<const uint8_t> events,
       }
     }
     if (!e.exit && e.next != 0 && targets.count(e.next) && !exited.count(e.next)) {
+      seen.insert(e.next);
       if (open.count(e.next)) ++stats.dropped;
       open[e.next] = Open{e.ts_ns, e.cpu};
     }
