@@ -664,13 +664,14 @@ static __always_inline struct platoon_thread_stats *current_stats(bool create, _
 
 static __always_inline int epoll_enter(void)
 {
+	__u64 id = bpf_get_current_pid_tgid();
 	struct platoon_thread_stats *s;
 	__u64 now;
 
-	if (!is_target(bpf_get_current_pid_tgid() >> 32))   /* before the clock: most callers are not targets */
+	if (!is_target(id >> 32))   /* before the clock: most callers are not targets */
 		return 0;
 	now = bpf_ktime_get_boot_ns();
-	s = current_stats(true, now);
+	s = thread_stats((__u32)id, id >> 32, (struct task_struct *)bpf_get_current_task(), now, true);
 	if (s && !s->exited)
 		s->epoll_enter_ns = now;
 	return 0;
@@ -678,13 +679,14 @@ static __always_inline int epoll_enter(void)
 
 static __always_inline int epoll_exit(long ret)
 {
+	__u64 id = bpf_get_current_pid_tgid();
 	struct platoon_thread_stats *s;
 	__u64 enter, now;
 
-	if (!is_target(bpf_get_current_pid_tgid() >> 32))
+	if (!is_target(id >> 32))
 		return 0;
 	now = bpf_ktime_get_boot_ns();
-	s = current_stats(false, now);
+	s = thread_stats((__u32)id, id >> 32, NULL, now, false);
 	if (!s || s->exited || !s->epoll_enter_ns)
 		return 0;
 	enter = s->epoll_enter_ns;
