@@ -97,10 +97,38 @@ int main(int argc, char** argv) {
   ExportOptions exp;
   CLI::App* exporter = app.add_subcommand("export", "convert a trace file for other tools (Perfetto UI, spreadsheets)");
   exporter->add_option("file", exp.file, "trace file written by platoon record")->required();
-  exporter->add_option("-f,--format", exp.format, "chrome (Trace Event JSON), csv, or perfetto (not yet)")->required();
+  exporter->add_option("-f,--format", exp.format, "perfetto (protobuf), chrome (Trace Event JSON) or csv")->required();
   exporter->add_option("-o,--output", exp.output, "file to write")->required();
-  exporter->footer("Examples:\n  platoon export run.trace --format chrome -o run.json   # open in ui.perfetto.dev\n"
+  exporter->footer("Examples:\n  platoon export run.trace --format perfetto -o run.pftrace   # open in ui.perfetto.dev\n"
+                   "  platoon export run.trace --format chrome -o run.json\n"
                    "  platoon export run.trace --format csv -o run.csv");
+
+  DoctorOptions doc;
+  TargetFlags doc_target;
+  std::string doc_duration = "5";
+  bool doc_no_usdt = false;
+  CLI::App* doctor = app.add_subcommand("doctor", "diagnose a trace file or a live process: findings, evidence, remedies");
+  doctor->add_option("file", doc.file, "trace file written by platoon record (or use --pid/--comm/-- CMD)");
+  doc_target.add_to(doctor);
+  doctor->add_option("-d,--duration", doc_duration, "live: how long to watch")->capture_default_str();
+  doctor->add_option("--vs", doc.vs, "a second trace: say which run is healthier and why");
+  doctor->add_option("-f,--format", doc.format, "text or json")->capture_default_str();
+  doctor->add_flag("--procfs", doc.live.procfs, "live: sample /proc instead of loading BPF (fewer findings)");
+  doctor->add_flag("--no-usdt", doc_no_usdt, "live: do not attach the runtime's USDT probes");
+  doctor->footer("Examples:\n  platoon doctor run.trace\n  platoon doctor unpinned.trace --vs pinned.trace\n"
+                 "  platoon doctor --pid 1234 --duration 10 --format json");
+
+  ExporterOptions prom;
+  TargetFlags prom_target;
+  bool prom_no_usdt = false;
+  CLI::App* prom_cmd = app.add_subcommand("exporter", "serve per-thread scheduling metrics to Prometheus (GET /metrics)");
+  prom_target.add_to(prom_cmd);
+  prom_cmd->add_option("-l,--listen", prom.listen, "HOST:PORT or :PORT to listen on")->capture_default_str();
+  prom_cmd->add_option("--max-threads", prom.max_threads, "export at most this many threads (busiest first)")->capture_default_str();
+  prom_cmd->add_flag("--procfs", prom.live.procfs, "sample /proc instead of loading BPF (fewer metrics)");
+  prom_cmd->add_flag("--no-usdt", prom_no_usdt, "do not attach the runtime's USDT probes");
+  prom_cmd->footer("Examples:\n  platoon exporter --comm platoon-server --listen :9464\n"
+                   "  platoon exporter --pid 1234 --listen 127.0.0.1:9464");
 
   try {
     app.parse(static_cast<int>(args.size()), args.data());
@@ -141,6 +169,29 @@ int main(int argc, char** argv) {
     top_opt.live.usdt = !top_no_usdt;
     return run_top(top_opt);
   }
+  if (doctor->parsed()) {
+    if (!doc.file.empty()) {
+      if (!doc_target.pids.empty() || !doc_target.comm.empty() || !command.empty())
+        return usage_error("doctor", "give a trace file or --pid/--comm/-- CMD, not both");
+    } else {
+      if (!doc.vs.empty()) return usage_error("doctor", "--vs compares two trace files");
+      if (!doc_target.resolve(command, doc.live, error))
+        return usage_error("doctor", "give a trace file or a live target: " + error);
+    }
+    if (!parse_seconds(doc_duration, doc.duration_s) || doc.duration_s <= 0 || doc.duration_s > 86400)
+      return usage_error("doctor", "bad --duration '" + doc_duration + "'");
+    if (doc.format != "text" && doc.format != "json")
+      return usage_error("doctor", "--format must be text or json, not '" + doc.format + "'");
+    doc.live.usdt = !doc_no_usdt;
+    return run_doctor(doc);
+  }
+  if (prom_cmd->parsed()) {
+    if (!prom_target.resolve(command, prom.live, error)) return usage_error("exporter", error);
+    if (prom.max_threads < 1 || prom.max_threads > 100000)
+      return usage_error("exporter", "--max-threads must be 1..100000");
+    prom.live.usdt = !prom_no_usdt;
+    return run_exporter(prom);
+  }
   if (!command.empty()) return usage_error("", "'-- CMD' is only for record, top, doctor and exporter");
   if (report->parsed()) {
     if (rep.format != "text" && rep.format != "json")
@@ -148,7 +199,6 @@ int main(int argc, char** argv) {
     return run_report(rep);
   }
   if (exporter->parsed()) {
-    if (exp.format == "perfetto") return usage_error("export", "--format perfetto is not implemented yet");
     if (exp.format != "chrome" && exp.format != "csv")
       return usage_error("export", "--format must be perfetto, chrome or csv, not '" + exp.format + "'");
     return run_export(exp);

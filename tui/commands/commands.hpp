@@ -41,10 +41,28 @@ int run_report(const ReportOptions& opt);
 
 struct ExportOptions {
   std::string file;
-  std::string format;         // csv or chrome (perfetto: not yet)
+  std::string format;         // perfetto, chrome or csv
   std::string output;
 };
 int run_export(const ExportOptions& opt);
+
+// platoon doctor: findings from a trace file, or from a live target watched for duration_s.
+struct DoctorOptions {
+  std::string file;           // a trace file; empty: live (live.target is set)
+  LiveOptions live;
+  double duration_s = 5.0;    // live: how long to watch
+  std::string vs;             // a second trace: which run is healthier and why
+  std::string format = "text";
+};
+int run_doctor(const DoctorOptions& opt);
+
+// platoon exporter: Prometheus exposition of per-thread scheduling metrics over HTTP.
+struct ExporterOptions {
+  LiveOptions live;
+  std::string listen = "127.0.0.1:9464";   // HOST:PORT or :PORT
+  size_t max_threads = 512;   // series bound: at most this many threads are exported (busiest first)
+};
+int run_exporter(const ExporterOptions& opt);
 
 struct TopOptions {
   LiveOptions live;
