@@ -17,6 +17,8 @@ PKGS=(
   libcli11-dev libfmt-dev libncurses-dev
   # tests and benchmarks
   libgtest-dev libgmock-dev tmux sysstat linux-perf bpftrace protobuf-compiler
+  # promtool checks the exporter's exposition (the prometheus package ships it)
+  prometheus
   # peers measured beside platoon-server
   nginx-light golang-go
 )
