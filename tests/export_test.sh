@@ -101,7 +101,7 @@ printf 'not a trace at all\n' > "$tmp/bad"
 expect_error "no raw events (recorded with --no-events or --procfs): chrome export needs them" \
   "$platoon" export "$tmp/N" --format chrome -o "$tmp/n.json"
 [ ! -e "$tmp/n.json" ] || fail "a failed export left its output behind"
-expect_error "not implemented yet" "$platoon" export "$tmp/T" --format perfetto -o "$tmp/p"
+
 expect_error "must be perfetto, chrome or csv" "$platoon" export "$tmp/T" --format xml -o "$tmp/x"
 expect_error "output" "$platoon" export "$tmp/T" --format csv
 expect_error "$tmp/missing" "$platoon" export "$tmp/missing" --format csv -o "$tmp/x"

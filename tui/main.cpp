@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
     return run_report(rep);
   }
   if (exporter->parsed()) {
-    if (exp.format != "chrome" && exp.format != "csv")
+    if (exp.format != "perfetto" && exp.format != "chrome" && exp.format != "csv")
       return usage_error("export", "--format must be perfetto, chrome or csv, not '" + exp.format + "'");
     return run_export(exp);
   }

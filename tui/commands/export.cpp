@@ -1,18 +1,20 @@
 // platoon export: a trace file in formats other tools read. csv (one row per thread per
 // interval) works from the snapshots alone; chrome (Trace Event JSON) needs the raw events.
-// perfetto (protobuf) is not written yet.
+// perfetto (protobuf) likewise; both hold the recording in memory to sort the events.
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "tui/commands/commands.hpp"
 #include "tui/model/export_chrome.hpp"
 #include "tui/model/export_csv.hpp"
+#include "tui/model/export_perfetto.hpp"
 #include "tui/model/trace_reader.hpp"
 
 namespace platoon::cli {
@@ -83,16 +85,39 @@ int export_csv(const ExportOptions& opt) {
   return out.commit() ? 0 : fail(out.error());
 }
 
-int export_chrome(const ExportOptions& opt) {
-  // Held in memory: slices are built from switches sorted by time, and the ring buffer does not
-  // deliver them strictly in order. A long recording needs a streaming sort (later).
-  std::string error;
+// Held in memory: slices and bundles are built from events sorted by time, and the ring buffer
+// does not deliver them strictly in order. A long recording needs a streaming sort (later).
+std::optional<model::TraceContents> read_with_events(const ExportOptions& opt, std::string& error) {
   auto c = model::read_trace(opt.file, &error);
-  if (!c) return fail(error);
-  if (c->snapshots.empty()) return fail(opt.file + ": the recording holds no snapshot");
-  if (c->event_count == 0 || c->snapshots.front().source == model::Source::procfs)
-    return fail(opt.file + " has no raw events (recorded with --no-events or --procfs): chrome export needs them");
+  if (!c) return std::nullopt;
+  if (c->snapshots.empty()) error = opt.file + ": the recording holds no snapshot";
+  else if (c->event_count == 0 || c->snapshots.front().source == model::Source::procfs)
+    error = opt.file + " has no raw events (recorded with --no-events or --procfs): " + opt.format +
+            " export needs them";
+  if (!error.empty()) return std::nullopt;
   warn_incomplete(opt.file, *c);
+  if (c->snapshots.back().lost_events() > 0)
+    std::fprintf(stderr, "platoon export: %llu events were lost while recording (ring buffer full): the timeline has gaps\n",
+                 static_cast<unsigned long long>(c->snapshots.back().lost_events()));
+  return c;
+}
+
+int export_perfetto(const ExportOptions& opt) {
+  std::string error;
+  auto c = read_with_events(opt, error);
+  if (!c) return fail(error);
+  OutputFile out(opt.output);
+  if (!out.ok()) return fail(out.error());
+  model::PerfettoStats stats;
+  if (!model::write_perfetto_trace(out.stream(), c->meta, c->events, c->snapshots, &stats) || !out.commit())
+    return fail(out.error().empty() ? "writing " + opt.output + " failed" : out.error());
+  return 0;
+}
+
+int export_chrome(const ExportOptions& opt) {
+  std::string error;
+  auto c = read_with_events(opt, error);
+  if (!c) return fail(error);
   OutputFile out(opt.output);
   if (!out.ok()) return fail(out.error());
   model::ChromeStats stats;
@@ -109,7 +134,8 @@ int export_chrome(const ExportOptions& opt) {
 int run_export(const ExportOptions& opt) {
   if (opt.format == "csv") return export_csv(opt);
   if (opt.format == "chrome") return export_chrome(opt);
-  std::fprintf(stderr, "platoon export: --format %s is not implemented yet\n", opt.format.c_str());
+  if (opt.format == "perfetto") return export_perfetto(opt);
+  std::fprintf(stderr, "platoon export: --format must be perfetto, chrome or csv, not '%s'\n", opt.format.c_str());
   return kExitUsage;
 }
 

@@ -1,8 +1,6 @@
 #include "tui/model/export_chrome.hpp"
 
-#include <rapidjson/encodings.h>
 #include <rapidjson/ostreamwrapper.h>
-#include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 #include <algorithm>
@@ -12,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "tui/model/export_targets.hpp"
 #include "tui/model/trace_reader.hpp"
 #include "tui/model/window.hpp"
 
@@ -19,12 +18,6 @@ namespace platoon::model {
 namespace {
 
 using Writer = rapidjson::Writer<rapidjson::OStreamWrapper>;
-
-struct Thread {
-  uint32_t pid = 0;
-  std::string comm;
-  std::string label;  // counter key: comm, or "comm tid" when the process has two with that comm
-};
 
 struct SchedEvent {  // what the slices are built from: a switch, or a thread's exit
   uint64_t ts_ns;
@@ -39,19 +32,6 @@ struct Counter {      // one sample of an events-per-cycle or queue-depth track
   uint32_t tid;
   double value;
 };
-
-// comm is whatever the program set (prctl): keep it valid UTF-8 so every JSON parser takes it.
-std::string utf8_safe(const std::string& s) {
-  rapidjson::StringStream in(s.c_str());
-  rapidjson::StringBuffer sink;
-  bool ok = true;
-  while (ok && in.Tell() < s.size()) ok = rapidjson::UTF8<>::Validate(in, sink);
-  if (ok) return s;
-  std::string out = s;
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) >= 0x80) c = '?';
-  return out;
-}
 
 class Emitter {
  public:
@@ -97,17 +77,6 @@ class Emitter {
   uint64_t origin_ns_;
 };
 
-std::map<uint32_t, Thread> targets_of(std::span<const Snapshot> snapshots) {
-  std::map<uint32_t, Thread> threads;  // tid → latest identity (comm changes at exec)
-  for (const auto& s : snapshots)
-    for (const auto& t : s.threads) threads[t.tid] = Thread{t.pid, utf8_safe(t.comm), {}};
-  std::map<std::pair<uint32_t, std::string>, int> seen;
-  for (const auto& [tid, t] : threads) ++seen[{t.pid, t.comm}];
-  for (auto& [tid, t] : threads)
-    t.label = seen[{t.pid, t.comm}] > 1 ? t.comm + " " + std::to_string(tid) : t.comm;
-  return threads;
-}
-
 }  // namespace
 
 bool write_chrome_trace(std::ostream& out, std::span<const uint8_t> events,
@@ -148,10 +117,7 @@ bool write_chrome_trace(std::ostream& out, std::span<const uint8_t> events,
   w.Key("traceEvents");
   w.StartArray();
 
-  std::map<uint32_t, std::string> process_names;
-  for (const auto& [tid, t] : targets)
-    if (tid == t.pid || !process_names.count(t.pid)) process_names[t.pid] = t.comm;
-  for (const auto& [pid, name] : process_names) emit.metadata("process_name", pid, pid, name);
+  for (const auto& [pid, name] : process_names(targets)) emit.metadata("process_name", pid, pid, name);
   for (const auto& [tid, t] : targets) emit.metadata("thread_name", t.pid, tid, t.comm);
 
   // Running slices. A slice opens when a target is switched in and closes at its next

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# platoon export --format perfetto against independent decoders: a recording of platoon-server
+# under load (two unpinned carriers: switches, wakings and migrations on both CPUs, epoll and
+# drain counters) and one of a python that starts threads (sched_wakeup_new) are exported, decoded with
+# protoc against the project's schema subset (tui/model/perfetto_trace.proto), and compared with
+# the recordings' raw events as tests/tools/trace_events.py (a second reader of the trace format,
+# written from TRACE-FORMAT.md) counts them: per CPU and kind, per carrier counter track.
+set -uo pipefail
+BUILD=${BUILD:-build}
+bin=$BUILD/bin
+tmp=$(mktemp -d /tmp/platoon-perfetto.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.3;
+            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
+command -v protoc > /dev/null || { echo "protoc missing (scripts/install-deps.sh installs protobuf-compiler)"; exit 77; }
+port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
+decode() { protoc -Itui/model --decode=perfetto.protos.Trace perfetto_trace.proto < "$1"; }
+
+"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
+mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
+"$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 2 > "$tmp/server.log" 2>&1 & spid=$!; pids+=($spid)
+sport=$(port_of "$tmp/server.log"); [ -n "$sport" ] || fail "server did not start"
+"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 3000 --connections 60 --threads 1 \
+  --duration 4 > /dev/null 2>&1 & pids+=($!)
+sleep 0.5
+"$bin/platoon" record -q -i 0.5 --duration 2 --pid "$spid" -o "$tmp/s.trace" || fail "record server"
+"$bin/platoon" record -q -i 0.2 --duration 3 -o "$tmp/f.trace" -- python3 -c \
+  'import threading, time
+for _ in range(5):
+    t = threading.Thread(target=time.sleep, args=(0.02,)); t.start(); t.join()' || fail "record python"
+
+for t in s f; do
+  "$bin/platoon" export "$tmp/$t.trace" --format perfetto -o "$tmp/$t.pftrace" || fail "export $t"
+  decode "$tmp/$t.pftrace" > "$tmp/$t.txt" 2> "$tmp/$t.err" || { cat "$tmp/$t.err"; fail "protoc cannot decode $t.pftrace"; }
+  [ ! -s "$tmp/$t.err" ] || { cat "$tmp/$t.err"; fail "protoc complained about $t.pftrace"; }
+  python3 tests/tools/perfetto_counts.py < "$tmp/$t.txt" > "$tmp/$t.pf.json" || fail "parse decoded $t"
+  python3 tests/tools/trace_events.py "$tmp/$t.trace" > "$tmp/$t.ev.json" || fail "count events of $t"
+  "$bin/platoon" report "$tmp/$t.trace" --format json > "$tmp/$t.report.json" || fail "report $t"
+done
+
+python3 - "$tmp" "$spid" <<'PY' || fail "perfetto export does not match the recording"
+import json, sys, time
+tmp, spid = sys.argv[1], sys.argv[2]
+KINDS = {"1": "sched_switch", "2": "sched_waking", "4": "sched_wakeup_new", "5": "sched_migrate_task"}
+now = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+seen = {}
+for t in ("s", "f"):
+    pf = json.load(open(f"{tmp}/{t}.pf.json"))
+    ev = json.load(open(f"{tmp}/{t}.ev.json"))
+    want = {cpu: {KINDS[k]: n for k, n in kinds.items() if k in KINDS} for cpu, kinds in ev["by_cpu"].items()}
+    want = {cpu: kinds for cpu, kinds in want.items() if kinds}
+    print(f"{t}: recording {want}")
+    print(f"{t}: perfetto  {pf['by_cpu']}")
+    assert pf["by_cpu"] == want, "sched events per CPU differ"
+    for kinds in want.values():
+        for k, n in kinds.items():
+            seen[k] = seen.get(k, 0) + n
+    assert pf["out_of_order"] == 0, "events of a CPU out of time order"
+    # BOOTTIME, like ftrace: within the last minute of this machine's boot clock.
+    assert now - 60e9 < pf["first_ts"] <= pf["last_ts"] <= now, (pf["first_ts"], pf["last_ts"], now)
+    report = json.load(open(f"{tmp}/{t}.report.json"))
+    names = {(int(x["pid"]), int(x["tid"])): x["thread_name"] for x in pf["threads"]}
+    for th in report["threads"]:
+        assert names.get((th["pid"], th["tid"])) == th["comm"], f"no descriptor for {th['comm']} {th['tid']}"
+    if t == "s":
+        assert pf["processes"].get(spid) == "platoon-server", pf["processes"]
+        carriers = [th for th in report["threads"] if th["comm"].startswith("carrier-")]
+        assert len(carriers) == 2, [th["comm"] for th in report["threads"]]
+        for c in carriers:
+            tid = str(c["tid"])
+            n_epoll = pf["counter_tracks"].get(f"{c['comm']} events per cycle", 0)
+            n_drain = pf["counter_tracks"].get(f"{c['comm']} queue depth at drain", 0)
+            print(f"{c['comm']}: {n_epoll} events-per-cycle samples (recording {ev['epoll_ok_by_tid'].get(tid)}), "
+                  f"{n_drain} queue-depth samples (recording {ev['drain_by_tid'].get(tid)})")
+            assert n_epoll == ev["epoll_ok_by_tid"].get(tid) > 0
+            assert n_drain == ev["drain_by_tid"].get(tid) > 0
+            assert pf["counter_tracks"].get(f"{c['comm']} %wait", 0) >= 3
+print("kinds exported:", seen)
+for k in ("sched_switch", "sched_waking", "sched_wakeup_new"):
+    assert seen.get(k, 0) > 0, f"the workloads made no {k}"
+PY
+
+# Unprivileged consumers of a recording without events get a one-line error.
+"$bin/platoon" record -q --no-events --duration 0.3 -o "$tmp/n.trace" -- sleep 0.1 || fail "record --no-events"
+"$bin/platoon" export "$tmp/n.trace" --format perfetto -o "$tmp/n.pftrace" 2> "$tmp/n.err" && fail "no-events export should fail"
+[ "$(wc -l < "$tmp/n.err")" -eq 1 ] && grep -q "perfetto export needs them" "$tmp/n.err" || { cat "$tmp/n.err"; fail "error line"; }
+[ ! -e "$tmp/n.pftrace" ] || fail "a failed export left its output"
+echo PASS

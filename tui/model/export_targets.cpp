@@ -1,0 +1,40 @@
+#include "tui/model/export_targets.hpp"
+
+#include <rapidjson/encodings.h>
+#include <rapidjson/stringbuffer.h>
+
+#include <utility>
+
+namespace platoon::model {
+
+std::string utf8_safe(const std::string& s) {
+  rapidjson::StringStream in(s.c_str());
+  rapidjson::StringBuffer sink;
+  bool ok = true;
+  while (ok && in.Tell() < s.size()) ok = rapidjson::UTF8<>::Validate(in, sink);
+  if (ok) return s;
+  std::string out = s;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) >= 0x80) c = '?';
+  return out;
+}
+
+std::map<uint32_t, ExportThread> targets_of(std::span<const Snapshot> snapshots) {
+  std::map<uint32_t, ExportThread> threads;
+  for (const auto& s : snapshots)
+    for (const auto& t : s.threads) threads[t.tid] = ExportThread{t.pid, utf8_safe(t.comm), {}};
+  std::map<std::pair<uint32_t, std::string>, int> seen;
+  for (const auto& [tid, t] : threads) ++seen[{t.pid, t.comm}];
+  for (auto& [tid, t] : threads)
+    t.label = seen[{t.pid, t.comm}] > 1 ? t.comm + " " + std::to_string(tid) : t.comm;
+  return threads;
+}
+
+std::map<uint32_t, std::string> process_names(const std::map<uint32_t, ExportThread>& targets) {
+  std::map<uint32_t, std::string> names;
+  for (const auto& [tid, t] : targets)
+    if (tid == t.pid || !names.count(t.pid)) names[t.pid] = t.comm;
+  return names;
+}
+
+}  // namespace platoon::model
