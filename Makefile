@@ -177,7 +177,7 @@ $(PLATOON_OBJ): $(BPF_SKELS)
 $(BIN)/platoon: $(PLATOON_OBJ) $(BPF_LIB) $(MODEL_LIB)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(LDFLAGS) -o $@ $(PLATOON_OBJ) $(BPF_LIB) $(MODEL_LIB) $(BPF_LIBS) $(MODEL_LIBS) -lncursesw
+	$(Q)$(CXX) $(LDFLAGS) -o $@ $(PLATOON_OBJ) $(BPF_LIB) $(MODEL_LIB) $(BPF_LIBS) $(MODEL_LIBS) -lncursesw -levent
 
 # ---- tests of bpf/ and tui/ ----
 MODEL_TEST_SRC := $(wildcard tests/model/*_test.cpp)
