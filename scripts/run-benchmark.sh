@@ -28,6 +28,9 @@
 #   --perf-stat                 perf stat (software counters) on the server for the window
 #   --perf-sched                perf sched record on the server for the window
 #   --no-pidstat                skip pidstat -u -w -t
+#   --record FILE               platoon record of the server for the measured window (trace file
+#                               for platoon report / doctor; the recorder runs on --record-cpuset)
+#   --record-cpuset L           (default: --load-cpuset, so it stays off a pinned server's CPUs)
 #   --output-dir DIR            (default build/bench/run-<timestamp>)
 #   --build DIR                 build directory with bin/ (default build)
 set -uo pipefail
@@ -35,6 +38,7 @@ set -uo pipefail
 server=platoon mode=carrier threads=2 workers= ws= pin= poller=carrier passthrough= rate=
 connections=100 load_threads=1 load_cpuset=0 server_cpuset=1 mock_cpuset=0 mock_threads=1
 think=1 warmup=5 duration=10 perf_stat= perf_sched= pidstat=1 out= build=build idle_spin=
+record= record_cpuset=
 die() { echo "run-benchmark: $*" >&2; exit 2; }
 need() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value"; }
 while [ $# -gt 0 ]; do
@@ -61,9 +65,11 @@ while [ $# -gt 0 ]; do
     --perf-stat) perf_stat=1; shift ;;
     --perf-sched) perf_sched=1; shift ;;
     --no-pidstat) pidstat=; shift ;;
+    --record) need "$@"; record=$2; shift 2 ;;
+    --record-cpuset) need "$@"; record_cpuset=$2; shift 2 ;;
     --output-dir) need "$@"; out=$2; shift 2 ;;
     --build) need "$@"; build=$2; shift 2 ;;
-    -h|--help) sed -n 2,34p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n 2,35p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option: $1 (see --help)" ;;
   esac
 done
@@ -78,6 +84,7 @@ bin=$build/bin
 here=$(cd "$(dirname "$0")" && pwd)
 for b in platoon-mock platoon-load; do [ -x "$bin/$b" ] || die "$bin/$b is missing (run make)"; done
 [ "$server" != platoon ] || [ -x "$bin/platoon-server" ] || die "$bin/platoon-server is missing (run make)"
+[ -z "$record" ] || [ -x "$bin/platoon" ] || die "$bin/platoon is missing (run make)"
 out=${out:-build/bench/run-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || die "cannot create $out"
 
@@ -114,6 +121,7 @@ server=$server mode=$mode threads=$threads workers=${workers:-$threads} ws=${ws:
 rate=${rate:-max} connections=$connections load_threads=$load_threads
 load_cpuset=$load_cpuset server_cpuset=$server_cpuset mock_cpuset=$mock_cpuset mock_threads=$mock_threads mock_think_time_ms=$think
 warmup_s=$warmup duration_s=$duration perf_stat=${perf_stat:-0} perf_sched=${perf_sched:-0} pidstat=${pidstat:-0}
+record=${record:-none} record_cpuset=${record_cpuset:-$load_cpuset}
 CFG
 
 # --- mock
@@ -180,11 +188,21 @@ snapshot > "$out/.snap-begin"
 [ -n "$pidstat" ] && { pidstat -u -w -t -p "$(server_procs | paste -sd,)" 1 "$duration" > "$out/pidstat.log" 2>&1 & pids+=($!); }
 [ -n "$perf_stat" ] && { perf stat -e task-clock,context-switches,cpu-migrations,page-faults -p "$(server_procs | paste -sd,)" \
     -o "$out/perf-stat.txt" -- sleep "$duration" > /dev/null 2>&1 & pids+=($!); }
+if [ -n "$record" ]; then
+  # The recording covers the measured window only (the recorder's own start-up, about a tenth
+  # of a second, is taken from its beginning); it sits on the load's CPUs by default.
+  taskset -c "${record_cpuset:-$load_cpuset}" "$bin/platoon" record -q --pid "$(server_procs | paste -sd,)" \
+    --duration "$duration" -o "$record" > "$out/record.log" 2>&1 &
+  record_pid=$!; pids+=($record_pid)
+fi
 [ -n "$perf_sched" ] && { perf sched record -o "$out/perf-sched.data" -p "$(server_procs | paste -sd,)" -- sleep "$duration" \
     > "$out/perf-sched-record.log" 2>&1 & pids+=($!); }
 sleep "$duration"
 snapshot > "$out/.snap-end"
 wait "$load_pid"
+if [ -n "$record" ]; then
+  wait "$record_pid" || die "platoon record failed (see $out/record.log)"
+fi
 sleep 0.5
 
 if [ -n "$perf_sched" ] && [ -f "$out/perf-sched.data" ]; then
