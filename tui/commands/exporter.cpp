@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -87,7 +88,7 @@ class Exporter {
       return false;
     }
     for (pid_t p : pids_) {
-      if (gone_.count(p) || process_alive(p)) continue;
+      if (gone_.count(p) || (child_ && p == child_->pid()) || process_alive(p)) continue;
       gone_.insert(p);
       std::fprintf(stderr, "platoon exporter: target %d exited; still serving (its thread series are gone)\n", p);
     }
@@ -100,7 +101,7 @@ class Exporter {
 
   int finish(int signal_number) {
     if (!ended_.empty()) std::fprintf(stderr, "platoon exporter: %s\n", ended_.c_str());
-    else if (signal_number) std::fprintf(stderr, "platoon exporter: stopped by signal %d\n", signal_number);
+    else if (signal_number) std::fprintf(stderr, "platoon exporter: stopped (%s)\n", strsignal(signal_number));
     std::string status;
     if (child_ && !child_->poll_exit(status)) kill(child_->pid(), SIGTERM);  // we started it: it ends with us
     return 0;

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# platoon exporter: scraped twice a second apart while a platoon-server (2 carriers) runs under
+# fixed-rate load, the carrier series exist and move; promtool finds nothing to say about the
+# exposition; / and unknown paths; SIGTERM ends it with 0; a target that keeps creating and
+# destroying threads does not grow the series beyond --max-threads; -- CMD ends with the command;
+# bad --listen and a taken port give one-line errors.
+set -uo pipefail
+BUILD=${BUILD:-build}
+bin=$BUILD/bin
+[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
+[ -x /usr/bin/promtool ] || { echo "needs promtool (Debian's prometheus package)"; exit 77; }
+command -v curl > /dev/null || { echo "needs curl"; exit 77; }
+tmp=$(mktemp -d /tmp/platoon-exporter.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.3
+            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
+# expect_error STATUS ARGS..: that exit status and exactly one line on stderr, "platoon exporter: ...".
+expect_error() { local want=$1; shift
+                 timeout 10 "$bin/platoon" exporter "$@" > /dev/null 2> "$tmp/err"; local st=$?
+                 [ "$st" = "$want" ] || { cat "$tmp/err"; fail "exporter $*: status $st, not $want"; }
+                 [ "$(wc -l < "$tmp/err")" = 1 ] || { cat "$tmp/err"; fail "exporter $*: not one line"; }
+                 grep -q '^platoon exporter: ' "$tmp/err" || fail "exporter $*: no prefix"
+                 echo "exporter $*: $(cat "$tmp/err")"; }
+# val FILE METRIC THREAD [LABEL]: the sum of METRIC's samples for thread THREAD (and LABEL) in FILE.
+val() { awk -v m="$2{" -v t="thread=\"$3\"" -v l="${4:-}" \
+          'index($1, m) == 1 && index($1, t) && index($1, l) { s += $2; n++ } END { if (n) printf "%.9f\n", s }' "$1"; }
+# start_exporter LOG ARGS..: starts it, waits for its address; sets exporter and eport.
+start_exporter() { local log=$1; shift
+                   "$bin/platoon" exporter "$@" --listen 127.0.0.1:0 2> "$log" & exporter=$!; pids+=($exporter)
+                   eport=$(port_of "$log"); [ -n "$eport" ] || { cat "$log"; fail "exporter did not start"; }; }
+promtool_clean() { promtool check metrics < "$1" > "$tmp/promtool.out" 2>&1; local st=$?
+                   echo "promtool check metrics ($(grep -c '^[a-z]' "$1") series): status $st, said: '$(cat "$tmp/promtool.out")'"
+                   [ "$st" = 0 ] && [ ! -s "$tmp/promtool.out" ] || fail "promtool is not satisfied with $1"; }
+
+# ---- bad input ----
+expect_error 2 --pid 1 --listen foo
+expect_error 2 --pid 1 --listen :99999
+expect_error 2 --pid 1 --listen '1.2.3.4:x'
+expect_error 1 --pid 1 --listen 192.0.2.1:9464      # not an address of this machine
+expect_error 2 --pid 999999999
+
+# ---- a platoon-server under load ----
+"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
+mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
+"$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 2 > "$tmp/server.log" 2>&1 & spid=$!; pids+=($spid)
+sport=$(port_of "$tmp/server.log"); [ -n "$sport" ] || fail "server did not start"
+"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 2000 --connections 50 --threads 1 \
+  --duration 30 > /dev/null 2>&1 & pids+=($!)
+
+start_exporter "$tmp/exp.log" --pid "$spid"
+cat "$tmp/exp.log"
+url="http://127.0.0.1:$eport"
+expect_error 1 --pid "$spid" --listen "127.0.0.1:$eport"   # the port is taken now
+grep -q 'in use' "$tmp/err" || fail "a taken port does not say so"
+sleep 0.5
+ctype=$(curl -sf -o "$tmp/s1" -w '%{content_type}' "$url/metrics") || fail "first scrape"
+sleep 1
+curl -sf "$url/metrics" > "$tmp/s2" || fail "second scrape"
+echo "content type: $ctype"
+case "$ctype" in "text/plain; version=0.0.4"*) ;; *) fail "content type '$ctype'" ;; esac
+
+for c in carrier-0 carrier-1; do
+  for m in platoon_thread_run_seconds_total platoon_thread_switches_total platoon_thread_wait_seconds_total \
+           platoon_thread_epoll_events_per_cycle_count platoon_thread_drain_queue_depth_count; do
+    a=$(val "$tmp/s1" $m $c); b=$(val "$tmp/s2" $m $c)
+    [ -n "$a" ] && [ -n "$b" ] || { grep "thread=\"$c\"" "$tmp/s2" | head -5; fail "$c: no $m"; }
+    echo "$c $m: $a -> $b"
+    case $m in
+      *wait*) awk -v a="$a" -v b="$b" 'BEGIN { exit !(b >= a) }' || fail "$c: $m went down" ;;
+      *) awk -v a="$a" -v b="$b" 'BEGIN { exit !(b > a) }' || fail "$c: $m did not move between scrapes" ;;
+    esac
+  done
+  grep -qE "^platoon_thread_runqueue_latency_seconds_bucket\{pid=\"$spid\",process=\"platoon-server\",thread=\"$c\",tid=\"[0-9]+\",le=\"\+Inf\"\} " "$tmp/s2" \
+    || fail "$c: no run-queue histogram with pid, process, thread and tid labels"
+done
+grep -q '^platoon_exporter_source_info{source="bpf"' "$tmp/s2" || fail "source is not bpf"
+grep -qE '^platoon_collector_lost_events_total [0-9]' "$tmp/s2" || fail "losses not shown"
+promtool_clean "$tmp/s2"
+
+code=$(curl -s -o "$tmp/index" -w '%{http_code}' "$url/"); [ "$code" = 200 ] || fail "/ answered $code"
+grep -q 'href="/metrics"' "$tmp/index" || fail "/ does not link /metrics"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$url/nope"); [ "$code" = 404 ] || fail "/nope answered $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url/metrics"); [ "$code" -ge 400 ] || fail "POST answered $code"
+# A client that connects and says nothing does not stop others from being served.
+exec 3<>"/dev/tcp/127.0.0.1/$eport"
+curl -sf -m 5 "$url/metrics" > /dev/null || fail "a silent client blocks scrapes"
+exec 3>&-
+
+kill -TERM "$exporter"
+for _ in $(seq 40); do kill -0 "$exporter" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$exporter" 2>/dev/null && fail "exporter still running 2 s after SIGTERM"
+wait "$exporter"; st=$?; [ "$st" = 0 ] || fail "exit status $st after SIGTERM"
+
+# --comm finds the same server by name.
+start_exporter "$tmp/comm.log" --comm platoon-server
+sleep 0.3
+curl -sf "http://127.0.0.1:$eport/metrics" > "$tmp/comm" || fail "--comm scrape"
+grep -qE "^platoon_thread_run_seconds_total\{pid=\"$spid\",process=\"platoon-server\",thread=\"carrier-0\"" "$tmp/comm" \
+  || fail "--comm platoon-server: no carrier-0 of $spid"
+kill -TERM "$exporter"; wait "$exporter"
+
+# --procfs: fewer families (no histograms), still valid, and it says what it lacks.
+start_exporter "$tmp/procfs.log" --pid "$spid" --procfs
+curl -sf "http://127.0.0.1:$eport/metrics" > "$tmp/procfs" || fail "--procfs scrape"
+grep -q '^platoon_exporter_source_info{source="procfs",attach_mode="procfs",lacks="[a-z]' "$tmp/procfs" \
+  || fail "--procfs: source_info does not say what it lacks"
+[ -n "$(val "$tmp/procfs" platoon_thread_run_seconds_total carrier-1)" ] || fail "--procfs: no carrier-1"
+promtool_clean "$tmp/procfs"
+kill -TERM "$exporter"; wait "$exporter"
+
+# ---- thread churn: 10 sleeping threads plus 20 short-lived ones at a time, --max-threads 5 ----
+python3 -c '
+import threading, time
+for _ in range(10): threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+while True:
+    ts = [threading.Thread(target=lambda: sum(range(3000))) for _ in range(20)]
+    [t.start() for t in ts]; [t.join() for t in ts]; time.sleep(0.002)
+' & churn=$!; pids+=($churn)
+sleep 0.3
+start_exporter "$tmp/churn.log" --pid "$churn" --max-threads 5
+most=0; first=0
+for i in 1 2 3 4 5 6; do
+  sleep 0.5
+  curl -sf "http://127.0.0.1:$eport/metrics" > "$tmp/c$i" || fail "churn scrape $i"
+  series=$(grep -c '^platoon_' "$tmp/c$i")
+  threads=$(grep -c '^platoon_thread_run_seconds_total{' "$tmp/c$i")
+  exited=$(awk '$1 ~ /^platoon_exited_threads_total\{/ { print $2 }' "$tmp/c$i")
+  over=$(awk '$1 == "platoon_exporter_threads_over_limit" { print $2 }' "$tmp/c$i")
+  echo "churn scrape $i: $series series, $threads threads exported, $over over the limit, $exited exited so far"
+  [ "$threads" -le 5 ] || fail "more than --max-threads threads exported"
+  [ "$i" = 1 ] && first=$series
+  [ "$series" -gt "$most" ] && most=$series
+done
+[ "${exited%.*}" -ge 200 ] || fail "only $exited threads exited: the churn did not churn"
+[ "${over%.*}" -ge 5 ] || fail "no threads over the limit ($over)"
+[ "$most" -le $((first + 40)) ] || fail "series grew from $first to $most under churn"
+promtool_clean "$tmp/c6"
+kill -TERM "$exporter"; wait "$exporter"
+
+# ---- -- CMD: the exporter ends when the command does ----
+timeout 20 "$bin/platoon" exporter --listen 127.0.0.1:0 -- sleep 1 2> "$tmp/cmd.log"; st=$?
+cat "$tmp/cmd.log"
+[ "$st" = 0 ] || fail "exporter -- sleep 1: status $st"
+grep -q 'command exited' "$tmp/cmd.log" || fail "no 'command exited'"
+echo PASS
