@@ -44,6 +44,22 @@ std::string read_comm(uint32_t pid) {
   return name;
 }
 
+// The target description holds what the user typed (a comm, a command line): escaped, so the
+// page shows it rather than interprets it.
+std::string html_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 constexpr const char* kIndexPage =
     "<html><head><title>platoon exporter</title></head><body>\n"
     "<h1>platoon exporter</h1>\n"
@@ -72,7 +88,7 @@ class Exporter {
     }
     if (path == "/") {
       char page[1024];
-      std::snprintf(page, sizeof page, kIndexPage, opt_.live.target.describe().c_str(),
+      std::snprintf(page, sizeof page, kIndexPage, html_escape(opt_.live.target.describe()).c_str(),
                     model::to_string(source_->source()));
       return HttpResponse{200, "text/html; charset=utf-8", page};
     }
