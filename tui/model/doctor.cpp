@@ -692,6 +692,8 @@ KeyNumbers key_numbers(const Ctx& c) {
     }
     if (all.long_n) k.batch_after_long_wait = all.long_mean();
     if (all.short_n) k.batch_after_short_wait = all.short_mean();
+    if (all.long_n + all.short_n)
+      k.long_wait_cycles_pct = 100.0 * static_cast<double>(all.long_n) / static_cast<double>(all.long_n + all.short_n);
   }
   if (c.w.has(kFieldIo) && cycles) k.events_per_cycle = static_cast<double>(events) / static_cast<double>(cycles);
   if (c.w.has(kFieldDrain) && drains_n) k.queue_depth_avg = static_cast<double>(depth) / static_cast<double>(drains_n);
@@ -869,6 +871,7 @@ Object key_object(const KeyNumbers& k) {
   if (k.carrier_migrations_per_s) o.emplace_back("carrier_migrations_per_s", round_to(*k.carrier_migrations_per_s, 1));
   if (k.batch_after_long_wait) o.emplace_back("events_per_cycle_after_long_wait", round_to(*k.batch_after_long_wait, 3));
   if (k.batch_after_short_wait) o.emplace_back("events_per_cycle_after_short_wait", round_to(*k.batch_after_short_wait, 3));
+  if (k.long_wait_cycles_pct) o.emplace_back("long_wait_cycles_pct", round_to(*k.long_wait_cycles_pct, 3));
   if (k.events_per_cycle) o.emplace_back("events_per_cycle", round_to(*k.events_per_cycle, 3));
   if (k.queue_depth_avg) o.emplace_back("queue_depth_avg", round_to(*k.queue_depth_avg, 3));
   return o;
@@ -1001,6 +1004,8 @@ std::string compare_text(const Diagnosis& a, const Diagnosis& b) {
                  opt_text(b.key.batch_after_long_wait, 2));
   fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "  after a shorter wait", opt_text(a.key.batch_after_short_wait, 2),
                  opt_text(b.key.batch_after_short_wait, 2));
+  fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "  % cycles after >= 100 us", opt_text(a.key.long_wait_cycles_pct, 2),
+                 opt_text(b.key.long_wait_cycles_pct, 2));
   fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "queue depth at drain", opt_text(a.key.queue_depth_avg, 2),
                  opt_text(b.key.queue_depth_avg, 2));
   if (c.healthier < 0) fmt::format_to(o, "\nhealthier: neither: {}\n", fmt::join(c.reasons, "; "));
@@ -1027,6 +1032,7 @@ std::string compare_json(const Diagnosis& a, const Diagnosis& b, bool pretty) {
               {"events_per_cycle", pair(a.key.events_per_cycle, b.key.events_per_cycle, 3)},
               {"events_per_cycle_after_long_wait", pair(a.key.batch_after_long_wait, b.key.batch_after_long_wait, 3)},
               {"events_per_cycle_after_short_wait", pair(a.key.batch_after_short_wait, b.key.batch_after_short_wait, 3)},
+              {"long_wait_cycles_pct", pair(a.key.long_wait_cycles_pct, b.key.long_wait_cycles_pct, 3)},
               {"queue_depth_avg", pair(a.key.queue_depth_avg, b.key.queue_depth_avg, 3)}};
   Object top{{"healthier", c.healthier < 0 ? "neither" : c.healthier ? "b" : "a"},
              {"healthier_file", c.healthier < 0 ? "" : c.healthier ? b.label : a.label},

@@ -240,6 +240,7 @@ struct KeyNumbers {
   std::optional<double> max_carrier_contended_wait_pct;  // raw events: waits behind another task
   std::optional<double> batch_after_long_wait;   // carriers' events per epoll return (raw events)
   std::optional<double> batch_after_short_wait;
+  std::optional<double> long_wait_cycles_pct;    // share of those epoll returns after a long wait
   std::optional<double> carrier_migrations_per_s;   // sum over carriers
   std::optional<double> events_per_cycle;           // carriers' events ÷ their epoll returns
   std::optional<double> queue_depth_avg;            // carriers' drains
