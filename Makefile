@@ -203,7 +203,8 @@ FUZZ_SECONDS ?= 600
 FUZZ_DIR := build/fuzz
 FUZZ_SRC := $(wildcard tests/fuzz/*_fuzz.cpp)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.cpp=$(FUZZ_DIR)/%)
-FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+                 -fsanitize-recover=pointer-overflow  # see tests/fuzz/ubsan.supp
 $(FUZZ_DIR)/%: tests/fuzz/%.cpp $(MODEL_SRC) $(wildcard tui/model/*.hpp) bpf/platoon.h Makefile
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)

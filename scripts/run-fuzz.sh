@@ -45,6 +45,9 @@ for bin in "$@"; do
   echo "== $name: ${seconds}s, seeds from ${seeds#"$repo"/}, log $log"
   # -timeout: an input that takes over 10 s is a hang, reported as a failure.
   # -print_final_stats: the executions count for the summary.
+  # A recoverable check (only pointer-overflow, for rapidjson) still stops the run unless the
+  # suppressions file names it.
+  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$repo/tests/fuzz/ubsan.supp" \
   "$bin" "$corpus" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$artifacts/" -print_final_stats=1 "${extra[@]}" \

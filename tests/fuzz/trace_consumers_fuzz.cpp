@@ -1,0 +1,59 @@
+// libFuzzer target: whatever the trace reader accepts (checksums off, so mutated payloads get
+// through) must also go through everything that consumes a recording without a crash, a hang
+// or undefined behaviour: the window and report, the csv, chrome and perfetto exports and the
+// doctor (its raw-event analysis and both outputs). The reader validates records; these check
+// nothing about the numbers in them (timestamps out of order, tids that never switched in,
+// counters that go backwards), which is what this target throws at them.
+#include <cstddef>
+#include <cstdint>
+#include <sstream>
+#include <span>
+#include <string>
+
+#include "tui/model/doctor.hpp"
+#include "tui/model/export_chrome.hpp"
+#include "tui/model/export_csv.hpp"
+#include "tui/model/export_perfetto.hpp"
+#include "tui/model/report.hpp"
+#include "tui/model/trace_reader.hpp"
+#include "tui/model/window.hpp"
+
+using namespace platoon::model;
+
+volatile size_t g_sink;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  ReadOptions options;
+  options.verify_crc = false;
+  std::string error;
+  auto c = read_trace_bytes(std::span<const uint8_t>(data, size), &error, options);
+  if (!c) return 0;
+  size_t out = 0;
+  const Window w = make_window(c->snapshots);
+  const ReportHeader h = header_for(w, "fuzz");
+  out += report_text(h, w).size() + report_json(h, w).size();
+
+  std::ostringstream csv, chrome, perfetto;
+  write_csv_header(csv);
+  {
+    CsvExporter exporter(csv);
+    for (auto s : c->snapshots) exporter.add(std::move(s));
+  }
+  write_chrome_trace(chrome, c->events, c->snapshots);
+  write_perfetto_trace(perfetto, c->meta, c->events, c->snapshots);
+  out += csv.str().size() + chrome.str().size() + perfetto.str().size();
+
+  doctor::BatchTracker batches;
+  for_each_event(*c, [&](const platoon_event_header& eh, const void* rec, size_t n) { batches.add(eh, rec, n); });
+  batches.finish();
+  doctor::DoctorInput in;
+  in.label = "fuzz";
+  in.window = &w;
+  in.ncpus = c->meta.ncpus;
+  in.batches = c->event_count ? &batches : nullptr;
+  in.snapshots = c->snapshots.size();
+  const doctor::Diagnosis d = doctor::diagnose(in);
+  out += doctor::text(d).size() + doctor::json(d).size() + doctor::compare_json(d, d).size();
+  g_sink = out;
+  return 0;
+}
