@@ -50,7 +50,9 @@ model::TraceMeta meta_for(const TopOptions& opt, const LiveSource& src, const st
 // Which targets are gone; empty while any is alive (--comm keeps watching for new ones).
 std::string targets_gone(const TopOptions& opt, const std::vector<pid_t>& pids, std::optional<LaunchedCommand>& child) {
   std::string status;
-  if (child && child->poll_exit(status)) return "command " + status;
+  // A launched command's end is its exit status, never the /proc check below: the command may
+  // exit between the two, and "target exited" would lose the status.
+  if (child) return child->poll_exit(status) ? "command " + status : std::string();
   if (!opt.live.target.comm.empty()) return {};
   for (pid_t p : pids)
     if (process_alive(p)) return {};
