@@ -2,7 +2,8 @@
 # The demo: platoon-mock and platoon-load on CPU 0, platoon-server on CPU 1 (2 carriers),
 # load at a fixed rate, and the server's live per-thread scheduling numbers in `platoon top`.
 # On a terminal the dashboard runs until you quit it (q or Ctrl-C) and load runs as long;
-# otherwise (pipes, CI) `platoon top --batch` prints --duration tables. Everything is stopped
+# otherwise (pipes, CI) `platoon top --batch` prints --duration tables; then `platoon doctor`
+# watches 5 s and says what it found. Everything is stopped
 # on the way out.
 # usage: scripts/demo.sh [BUILD_DIR] [--duration S] [--rate R] [--scheduler carrier|pool] [--pin]
 set -uo pipefail
@@ -58,7 +59,8 @@ port=$(grep -o 'listening on [0-9.]*:[0-9]*' "$log/server.log" | head -1 | sed '
 # On a terminal the load runs until the dashboard is quit; the cleanup trap stops it.
 interactive=
 [ -t 1 ] && [ -t 0 ] && interactive=1
-load_duration=$duration
+doctor_s=5
+load_duration=$((duration + doctor_s + 1))   # top's tables, then doctor's watch
 [ -n "$interactive" ] && load_duration=86400
 echo "mock :$mock_port (CPU $side_cpus)  server :$port pid $server_pid (CPU $server_cpus, $scheduler)  load $rate req/s (CPU $side_cpus)  logs $log"
 taskset -c $side_cpus "$bin/platoon-load" --url "http://127.0.0.1:$port/fruits" --rate "$rate" \
@@ -69,9 +71,14 @@ pids+=($load_pid)
 if [ -n "$interactive" ]; then
   # The dashboard in the foreground: Ctrl-C or q ends it, then the trap stops the rest.
   "$bin/platoon" top --pid "$server_pid" --interval 1
+  echo "demo: what platoon doctor makes of the next $doctor_s s (the load is still on)"
+  "$bin/platoon" doctor --pid "$server_pid" --duration "$doctor_s"
   echo "demo: stopping the load, the server and the mock (logs in $log)"
 else
   "$bin/platoon" top --pid "$server_pid" --interval 1 --batch --iterations "$duration"
+  echo
+  echo "demo: what platoon doctor makes of the next $doctor_s s"
+  "$bin/platoon" doctor --pid "$server_pid" --duration "$doctor_s"
   wait $load_pid
   echo
   cat "$log/load.txt"
