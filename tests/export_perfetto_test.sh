@@ -83,7 +83,25 @@ for k in ("sched_switch", "sched_waking", "sched_wakeup_new"):
     assert seen.get(k, 0) > 0, f"the workloads made no {k}"
 PY
 
-# Unprivileged consumers of a recording without events get a one-line error.
+# The same server recording as Chrome JSON: every carrier's Running slices (two threads, both
+# CPUs, thousands of switches) add up to the on-CPU time report gives it, within 1%.
+"$bin/platoon" export "$tmp/s.trace" --format chrome -o "$tmp/s.json" 2> /dev/null || fail "export chrome"
+python3 - "$tmp/s.json" "$tmp/s.report.json" <<'PY' || fail "chrome slices do not add up to run_ns"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+report = json.load(open(sys.argv[2]))
+start = min(e["ts"] for e in ev if e["ph"] == "C" and e["name"] == "%wait")  # report's baseline
+for t in report["threads"]:
+    if not t["comm"].startswith("carrier-"):
+        continue
+    slices = [(e["ts"], e["ts"] + e["dur"]) for e in ev if e["ph"] == "X" and e["tid"] == t["tid"]]
+    on_ns = sum(max(0.0, b - max(a, start)) for a, b in slices) * 1e3
+    diff = abs(on_ns - t["run_ns"]) / t["run_ns"] * 100
+    print(f"chrome {t['comm']}: {len(slices)} slices, {on_ns / 1e6:.3f} ms vs report {t['run_ns'] / 1e6:.3f} ms ({diff:.4f}%)")
+    assert len(slices) > 100 and diff <= 1.0
+PY
+
+# A recording without events gets a one-line error.
 "$bin/platoon" record -q --no-events --duration 0.3 -o "$tmp/n.trace" -- sleep 0.1 || fail "record --no-events"
 "$bin/platoon" export "$tmp/n.trace" --format perfetto -o "$tmp/n.pftrace" 2> "$tmp/n.err" && fail "no-events export should fail"
 [ "$(wc -l < "$tmp/n.err")" -eq 1 ] && grep -q "perfetto export needs them" "$tmp/n.err" || { cat "$tmp/n.err"; fail "error line"; }
