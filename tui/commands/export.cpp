@@ -1,6 +1,6 @@
 // platoon export: a trace file in formats other tools read. csv (one row per thread per
 // interval) works from the snapshots alone; chrome (Trace Event JSON) needs the raw events.
-// perfetto (protobuf) likewise; both hold the recording in memory to sort the events.
+// perfetto (protobuf) too, streamed in two passes.
 #include <unistd.h>
 
 #include <cerrno>
@@ -85,8 +85,14 @@ int export_csv(const ExportOptions& opt) {
   return out.commit() ? 0 : fail(out.error());
 }
 
-// Held in memory: slices and bundles are built from events sorted by time, and the ring buffer
-// does not deliver them strictly in order. A long recording needs a streaming sort (later).
+void warn_lost(uint64_t lost) {
+  if (lost > 0)
+    std::fprintf(stderr, "platoon export: %llu events were lost while recording (ring buffer full): the timeline has gaps\n",
+                 static_cast<unsigned long long>(lost));
+}
+
+// Chrome holds the recording in memory: slices are built from switches sorted by time, and the
+// ring buffer does not deliver them strictly in order (perfetto streams, with a reorder buffer).
 std::optional<model::TraceContents> read_with_events(const ExportOptions& opt, std::string& error) {
   auto c = model::read_trace(opt.file, &error);
   if (!c) return std::nullopt;
@@ -96,21 +102,44 @@ std::optional<model::TraceContents> read_with_events(const ExportOptions& opt, s
             " export needs them";
   if (!error.empty()) return std::nullopt;
   warn_incomplete(opt.file, *c);
-  if (c->snapshots.back().lost_events() > 0)
-    std::fprintf(stderr, "platoon export: %llu events were lost while recording (ring buffer full): the timeline has gaps\n",
-                 static_cast<unsigned long long>(c->snapshots.back().lost_events()));
+  warn_lost(c->snapshots.back().lost_events());
   return c;
 }
 
+// Two passes over the file (see export_perfetto.hpp): memory stays flat however long the
+// recording is.
 int export_perfetto(const ExportOptions& opt) {
-  std::string error;
-  auto c = read_with_events(opt, error);
-  if (!c) return fail(error);
   OutputFile out(opt.output);
   if (!out.ok()) return fail(out.error());
+  model::PerfettoExport exp(out.stream());
+  model::ReadOptions scan;
+  scan.on_event = [&exp](const platoon_event_header& h, const void* rec, size_t size) { exp.scan_event(h, rec, size); };
+  uint64_t lost = 0;
+  model::Source source = model::Source::bpf;
+  scan.on_snapshot = [&](model::Snapshot&& s) {
+    lost = s.lost_events();
+    source = s.source;
+    exp.scan_snapshot(s);
+  };
+  std::string error;
+  auto c = model::read_trace(opt.file, &error, scan);
+  if (!c) return fail(error);
+  if (c->snapshot_count == 0) return fail(opt.file + ": the recording holds no snapshot");
+  if (c->event_count == 0 || source == model::Source::procfs)
+    return fail(opt.file + " has no raw events (recorded with --no-events or --procfs): perfetto export needs them");
+  warn_incomplete(opt.file, *c);
+  warn_lost(lost);
+  exp.begin(c->meta);
+  model::ReadOptions write;
+  write.on_event = [&exp](const platoon_event_header& h, const void* rec, size_t size) { exp.write_event(h, rec, size); };
+  write.on_snapshot = [](model::Snapshot&&) {};
+  if (!model::read_trace(opt.file, &error, write)) return fail(error);
   model::PerfettoStats stats;
-  if (!model::write_perfetto_trace(out.stream(), c->meta, c->events, c->snapshots, &stats) || !out.commit())
+  if (!exp.finish(&stats) || !out.commit())
     return fail(out.error().empty() ? "writing " + opt.output + " failed" : out.error());
+  if (stats.late_events > 0)
+    std::fprintf(stderr, "platoon export: %llu events came more than %.0f ms out of order: written late, Perfetto sorts them\n",
+                 static_cast<unsigned long long>(stats.late_events), model::kReorderHorizonNs / 1e6);
   return 0;
 }
 

@@ -1,6 +1,10 @@
 #include "tui/model/export_perfetto.hpp"
 
 #include <algorithm>
+#include <array>
+#include <functional>
+#include <optional>
+#include <queue>
 #include <bit>
 #include <cstring>
 #include <set>
@@ -68,17 +72,25 @@ const char* counter_name(CounterKind k) {
   return "";
 }
 
-struct SchedRef {      // one sched event of a CPU: where its record is in the events buffer
-  uint64_t ts_ns;
-  size_t offset;
-  size_t size;
-};
-
-struct Sample {
+struct WaitSample {     // %wait of one thread over one snapshot interval, stamped at its start
   uint64_t ts_ns;
   uint32_t tid;
-  CounterKind kind;
   double value;
+};
+
+// An event (a sched record, or a counter sample from an epoll or drain record) waiting in the
+// reorder buffer.
+struct Pending {
+  uint64_t ts_ns;
+  uint64_t seq;           // arrival order breaks ties, so equal stamps keep the kernel's order
+  uint32_t cpu;
+  uint32_t tid;
+  CounterKind kind;       // for counter samples
+  bool sched;             // a sched record (in rec) or a counter sample (value)
+  uint16_t size;
+  double value;
+  std::array<uint8_t, sizeof(platoon_ev_switch)> rec;  // the largest exported record
+  bool operator>(const Pending& o) const { return ts_ns != o.ts_ns ? ts_ns > o.ts_ns : seq > o.seq; }
 };
 
 std::string comm_of(const char (&comm)[PLATOON_COMM_LEN]) {
@@ -167,37 +179,133 @@ int64_t report_prev_state(uint32_t raw) {
   return 0;
 }
 
-bool write_perfetto_trace(std::ostream& out, const TraceMeta& meta, std::span<const uint8_t> events,
-                          std::span<const Snapshot> snapshots, PerfettoStats* stats_out) {
+struct PerfettoExport::State {
+  explicit State(std::ostream& o) : out(o), writer(o) {}
+
+  std::ostream& out;
+  PacketWriter writer;
   PerfettoStats stats;
-  const auto targets = targets_of(snapshots);
-  std::map<uint32_t, std::vector<SchedRef>> per_cpu;
-  std::vector<Sample> samples;
-  const uint8_t* base = events.data();
-  for_each_event(events, [&](const platoon_event_header& h, const void* rec, size_t size) {
-    if (exported_sched_type(h.type)) {
-      per_cpu[h.cpu].push_back({h.ts_ns, static_cast<size_t>(static_cast<const uint8_t*>(rec) - base), size});
-    } else if (h.type == PLATOON_EV_EPOLL) {
-      // A failed call (-EINTR) returned no batch; io_cycles does not count it either.
-      auto e = event_as<platoon_ev_epoll>(rec, size);
-      if (e && e->nevents >= 0 && targets.count(h.tid))
-        samples.push_back({h.ts_ns, h.tid, CounterKind::events_per_cycle, static_cast<double>(e->nevents)});
-    } else if (h.type == PLATOON_EV_DRAIN) {
-      auto e = event_as<platoon_ev_runtime>(rec, size);
-      if (e && targets.count(h.tid))
-        samples.push_back({h.ts_ns, h.tid, CounterKind::queue_depth, static_cast<double>(e->a)});
-    }
-  });
+
+  // Pass 1.
+  std::map<uint32_t, ExportThread> targets;
+  std::optional<Snapshot> prev;
+  std::vector<WaitSample> waits;                     // in time order (snapshots are)
+  std::set<std::pair<uint32_t, CounterKind>> tracks;
+  std::vector<uint64_t> lost_per_cpu;                // from the last snapshot
+
+  // Pass 2.
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending;
+  uint64_t seq = 0;
+  uint64_t newest_ns = 0;
+  uint64_t released_ns = 0;                          // the newest stamp written so far
+  size_t next_wait = 0;
+  struct Bundle {
+    ProtoMessage msg;
+    size_t events = 0;
+    bool lost_flagged = false;
+  };
+  std::map<uint32_t, Bundle> bundles;
+
+  bool has_track(uint32_t tid, CounterKind k) const { return tracks.count({tid, k}) > 0; }
+  void counter(uint64_t ts, uint32_t tid, CounterKind kind, double value);
+  void flush_bundle(uint32_t cpu, Bundle& b);
+  void emit(const Pending& p);
+  void release(uint64_t upto_ns);
+  void waits_until(uint64_t ts_ns);
+};
+
+void PerfettoExport::State::counter(uint64_t ts, uint32_t tid, CounterKind kind, double value) {
+  ProtoMessage ev, packet;
+  ev.add_varint(f::track_event::kType, f::track_event::kTypeCounter);
+  ev.add_varint(f::track_event::kTrackUuid, counter_uuid(tid, kind));
+  ev.add_double(f::track_event::kDoubleCounterValue, value);
+  packet.add_varint(f::packet::kTimestamp, ts);
+  packet.add_message(f::packet::kTrackEvent, ev);
+  writer.write(packet);
+  ++stats.counter_samples;
+}
+
+void PerfettoExport::State::flush_bundle(uint32_t cpu, Bundle& b) {
+  if (b.events == 0) return;
+  ProtoMessage bundle, packet;
+  bundle.add_varint(f::kBundleCpu, cpu);
+  // Losses are known per CPU for the whole recording, not where they happened: the CPU's first
+  // bundle carries the flag, so Perfetto's import stats show the data as incomplete.
+  if (!b.lost_flagged && cpu < lost_per_cpu.size() && lost_per_cpu[cpu] > 0) {
+    bundle.add_bool(f::kBundleLostEvents, true);
+    ++stats.lost_cpus;
+  }
+  b.lost_flagged = true;
+  bundle.append_fields(b.msg);            // the events (repeated field 2), gathered as they came
+  packet.add_message(f::packet::kFtraceEvents, bundle);
+  writer.write(packet);
+  b.msg.clear();
+  b.events = 0;
+}
+
+void PerfettoExport::State::emit(const Pending& p) {
+  waits_until(p.ts_ns);
+  released_ns = std::max(released_ns, p.ts_ns);
+  if (!p.sched) {
+    counter(p.ts_ns, p.tid, p.kind, p.value);
+    return;
+  }
+  platoon_event_header h;
+  std::memcpy(&h, p.rec.data(), sizeof h);
+  auto& b = bundles[p.cpu];
+  b.msg.add_message(f::kBundleEvent, ftrace_event(h, p.rec.data(), p.size, stats.cpus[p.cpu]));
+  if (++b.events == kEventsPerBundle) flush_bundle(p.cpu, b);
+}
+
+void PerfettoExport::State::release(uint64_t upto_ns) {
+  while (!pending.empty() && pending.top().ts_ns < upto_ns) {
+    emit(pending.top());
+    pending.pop();
+  }
+}
+
+void PerfettoExport::State::waits_until(uint64_t ts_ns) {
+  for (; next_wait < waits.size() && waits[next_wait].ts_ns <= ts_ns; ++next_wait)
+    counter(waits[next_wait].ts_ns, waits[next_wait].tid, CounterKind::wait_pct, waits[next_wait].value);
+}
+
+PerfettoExport::PerfettoExport(std::ostream& out) : s_(std::make_unique<State>(out)) {}
+PerfettoExport::~PerfettoExport() = default;
+
+void PerfettoExport::scan_snapshot(const Snapshot& snap) {
+  add_targets(s_->targets, snap);
+  s_->lost_per_cpu = snap.lost_events_per_cpu;
   // %wait per interval, stamped at the interval's start: a counter holds its value until the
   // next sample, which is exactly the interval it describes.
-  for (size_t i = 1; i < snapshots.size(); ++i) {
-    const Window win = make_window(snapshots[i - 1], snapshots[i]);
-    if (!win.has(kFieldRunWait)) break;
-    for (const auto& tw : win.threads)
-      if (targets.count(tw.tid)) samples.push_back({win.start_ns, tw.tid, CounterKind::wait_pct, tw.wait_pct});
+  if (s_->prev) {
+    const Window win = make_window(*s_->prev, snap);
+    if (win.has(kFieldRunWait))
+      for (const auto& tw : win.threads) {
+        s_->waits.push_back({win.start_ns, tw.tid, tw.wait_pct});
+        s_->tracks.insert({tw.tid, CounterKind::wait_pct});
+      }
   }
+  s_->prev = snap;
+}
 
-  PacketWriter writer(out);
+void PerfettoExport::scan_event(const platoon_event_header& h, const void* record, size_t size) {
+  if (h.type == PLATOON_EV_EPOLL) {
+    auto e = event_as<platoon_ev_epoll>(record, size);
+    if (e && e->nevents >= 0) s_->tracks.insert({h.tid, CounterKind::events_per_cycle});
+  } else if (h.type == PLATOON_EV_DRAIN) {
+    s_->tracks.insert({h.tid, CounterKind::queue_depth});
+  }
+}
+
+void PerfettoExport::begin(const TraceMeta& meta) {
+  State& st = *s_;
+  st.prev.reset();
+  label_targets(st.targets);
+  // Only threads the snapshots name get tracks: a counter of a thread no snapshot held has no
+  // name to show, and the recorder only samples targets anyway.
+  for (auto it = st.tracks.begin(); it != st.tracks.end();)
+    it = st.targets.count(it->first) ? std::next(it) : st.tracks.erase(it);
+  std::erase_if(st.waits, [&](const WaitSample& w) { return !st.targets.count(w.tid); });
   {
     // The kernel release tells Perfetto which prev_state encoding the sched_switch events use.
     ProtoMessage uts, info, packet;
@@ -206,16 +314,15 @@ bool write_perfetto_trace(std::ostream& out, const TraceMeta& meta, std::span<co
     info.add_message(f::kSystemInfoUtsname, uts);
     if (meta.ncpus) info.add_varint(f::kSystemInfoNumCpus, meta.ncpus);
     packet.add_message(f::packet::kSystemInfo, info);
-    writer.write(packet);
+    st.writer.write(packet);
   }
-
   // Descriptors: processes, their threads, and each thread's counter tracks.
   auto descriptor = [&](const ProtoMessage& track) {
     ProtoMessage packet;
     packet.add_message(f::packet::kTrackDescriptor, track);
-    writer.write(packet);
+    st.writer.write(packet);
   };
-  for (const auto& [pid, name] : process_names(targets)) {
+  for (const auto& [pid, name] : process_names(st.targets)) {
     ProtoMessage proc, track;
     proc.add_int(f::kProcessPid, pid);
     proc.add_bytes(f::kProcessName, name);
@@ -223,7 +330,7 @@ bool write_perfetto_trace(std::ostream& out, const TraceMeta& meta, std::span<co
     track.add_message(f::track::kProcess, proc);
     descriptor(track);
   }
-  for (const auto& [tid, t] : targets) {
+  for (const auto& [tid, t] : st.targets) {
     ProtoMessage thread, track;
     thread.add_int(f::kThreadPid, t.pid);
     thread.add_int(f::kThreadTid, tid);
@@ -232,58 +339,70 @@ bool write_perfetto_trace(std::ostream& out, const TraceMeta& meta, std::span<co
     track.add_varint(f::track::kParentUuid, process_uuid(t.pid));
     track.add_message(f::track::kThread, thread);
     descriptor(track);
-    ++stats.threads;
+    ++st.stats.threads;
   }
-  std::set<std::pair<uint32_t, CounterKind>> counter_tracks;
-  for (const auto& s : samples) counter_tracks.insert({s.tid, s.kind});
-  for (const auto& [tid, kind] : counter_tracks) {
+  for (const auto& [tid, kind] : st.tracks) {
     ProtoMessage track, counter;
     track.add_varint(f::track::kUuid, counter_uuid(tid, kind));
     track.add_varint(f::track::kParentUuid, thread_uuid(tid));
-    track.add_bytes(f::track::kName, targets.at(tid).label + " " + counter_name(kind));
+    track.add_bytes(f::track::kName, st.targets.at(tid).label + " " + counter_name(kind));
     track.add_message(f::track::kCounter, counter);
     descriptor(track);
-    ++stats.counter_tracks;
+    ++st.stats.counter_tracks;
   }
+}
 
-  // Scheduler events, per CPU in time order (the ring buffer delivers per-CPU batches nearly,
-  // not strictly, in order; stable so equal stamps keep the kernel's order).
-  const std::vector<uint64_t> no_losses;
-  const auto& lost = snapshots.empty() ? no_losses : snapshots.back().lost_events_per_cpu;
-  for (auto& [cpu, refs] : per_cpu) {
-    std::stable_sort(refs.begin(), refs.end(), [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; });
-    auto& counts = stats.cpus[cpu];
-    const bool cpu_lost = cpu < lost.size() && lost[cpu] > 0;
-    stats.lost_cpus += cpu_lost ? 1 : 0;
-    for (size_t i = 0; i < refs.size(); i += kEventsPerBundle) {
-      ProtoMessage bundle, packet;
-      bundle.add_varint(f::kBundleCpu, cpu);
-      if (cpu_lost && i == 0) bundle.add_bool(f::kBundleLostEvents, true);
-      for (size_t j = i; j < std::min(refs.size(), i + kEventsPerBundle); ++j) {
-        platoon_event_header h;
-        std::memcpy(&h, base + refs[j].offset, sizeof h);
-        bundle.add_message(f::kBundleEvent, ftrace_event(h, base + refs[j].offset, refs[j].size, counts));
-      }
-      packet.add_message(f::packet::kFtraceEvents, bundle);
-      writer.write(packet);
-    }
+void PerfettoExport::write_event(const platoon_event_header& h, const void* record, size_t size) {
+  State& st = *s_;
+  Pending p{};
+  p.ts_ns = h.ts_ns;
+  p.seq = st.seq++;
+  p.cpu = h.cpu;
+  p.tid = h.tid;
+  if (exported_sched_type(h.type) && size <= p.rec.size()) {
+    p.sched = true;
+    p.size = static_cast<uint16_t>(size);
+    std::memcpy(p.rec.data(), record, size);
+  } else if (h.type == PLATOON_EV_EPOLL) {
+    // A failed call (-EINTR) returned no batch; io_cycles does not count it either.
+    auto e = event_as<platoon_ev_epoll>(record, size);
+    if (!e || e->nevents < 0 || !st.has_track(h.tid, CounterKind::events_per_cycle)) return;
+    p.kind = CounterKind::events_per_cycle;
+    p.value = static_cast<double>(e->nevents);
+  } else if (h.type == PLATOON_EV_DRAIN) {
+    auto e = event_as<platoon_ev_runtime>(record, size);
+    if (!e || !st.has_track(h.tid, CounterKind::queue_depth)) return;
+    p.kind = CounterKind::queue_depth;
+    p.value = static_cast<double>(e->a);
+  } else {
+    return;
   }
+  if (p.sched && p.ts_ns < st.released_ns) ++st.stats.late_events;
+  st.pending.push(p);
+  st.stats.max_pending = std::max<uint64_t>(st.stats.max_pending, st.pending.size());
+  st.newest_ns = std::max<uint64_t>(st.newest_ns, h.ts_ns);
+  if (st.newest_ns > kReorderHorizonNs) st.release(st.newest_ns - kReorderHorizonNs);
+}
 
-  std::stable_sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; });
-  for (const auto& s : samples) {
-    ProtoMessage ev, packet;
-    ev.add_varint(f::track_event::kType, f::track_event::kTypeCounter);
-    ev.add_varint(f::track_event::kTrackUuid, counter_uuid(s.tid, s.kind));
-    ev.add_double(f::track_event::kDoubleCounterValue, s.value);
-    packet.add_varint(f::packet::kTimestamp, s.ts_ns);
-    packet.add_message(f::packet::kTrackEvent, ev);
-    writer.write(packet);
-    ++stats.counter_samples;
-  }
-  stats.packets = writer.count();
-  out.flush();
-  if (stats_out) *stats_out = stats;
-  return static_cast<bool>(out);
+bool PerfettoExport::finish(PerfettoStats* stats) {
+  State& st = *s_;
+  st.release(UINT64_MAX);
+  st.waits_until(UINT64_MAX);
+  for (auto& [cpu, b] : st.bundles) st.flush_bundle(cpu, b);
+  st.stats.packets = st.writer.count();
+  st.out.flush();
+  if (stats) *stats = st.stats;
+  return static_cast<bool>(st.out);
+}
+
+bool write_perfetto_trace(std::ostream& out, const TraceMeta& meta, std::span<const uint8_t> events,
+                          std::span<const Snapshot> snapshots, PerfettoStats* stats) {
+  PerfettoExport exp(out);
+  for (const auto& snap : snapshots) exp.scan_snapshot(snap);
+  for_each_event(events, [&](const platoon_event_header& h, const void* rec, size_t size) { exp.scan_event(h, rec, size); });
+  exp.begin(meta);
+  for_each_event(events, [&](const platoon_event_header& h, const void* rec, size_t size) { exp.write_event(h, rec, size); });
+  return exp.finish(stats);
 }
 
 }  // namespace platoon::model

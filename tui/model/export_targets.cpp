@@ -19,14 +19,21 @@ std::string utf8_safe(const std::string& s) {
   return out;
 }
 
+void add_targets(std::map<uint32_t, ExportThread>& targets, const Snapshot& s) {
+  for (const auto& t : s.threads) targets[t.tid] = ExportThread{t.pid, utf8_safe(t.comm), {}};
+}
+
+void label_targets(std::map<uint32_t, ExportThread>& targets) {
+  std::map<std::pair<uint32_t, std::string>, int> seen;
+  for (const auto& [tid, t] : targets) ++seen[{t.pid, t.comm}];
+  for (auto& [tid, t] : targets)
+    t.label = seen[{t.pid, t.comm}] > 1 ? t.comm + " " + std::to_string(tid) : t.comm;
+}
+
 std::map<uint32_t, ExportThread> targets_of(std::span<const Snapshot> snapshots) {
   std::map<uint32_t, ExportThread> threads;
-  for (const auto& s : snapshots)
-    for (const auto& t : s.threads) threads[t.tid] = ExportThread{t.pid, utf8_safe(t.comm), {}};
-  std::map<std::pair<uint32_t, std::string>, int> seen;
-  for (const auto& [tid, t] : threads) ++seen[{t.pid, t.comm}];
-  for (auto& [tid, t] : threads)
-    t.label = seen[{t.pid, t.comm}] > 1 ? t.comm + " " + std::to_string(tid) : t.comm;
+  for (const auto& s : snapshots) add_targets(threads, s);
+  label_targets(threads);
   return threads;
 }
 

@@ -38,6 +38,9 @@ class ProtoMessage {
     bytes_.append(value);
   }
   void add_message(uint32_t field, const ProtoMessage& m) { add_bytes(field, m.bytes_); }
+  // Appends another message's fields to this one: encoded fields laid end to end are a message,
+  // so fields can be gathered in one buffer and put behind others later.
+  void append_fields(const ProtoMessage& m) { bytes_ += m.bytes_; }
 
   const std::string& bytes() const { return bytes_; }
   size_t size() const { return bytes_.size(); }
