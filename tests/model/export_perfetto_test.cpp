@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tui/model/export_targets.hpp"
 #include "tui/model/proto_encoder.hpp"
 
 namespace platoon::model {
@@ -89,6 +90,15 @@ TEST(ProtoEncoder, WireFormat) {
   std::memcpy(&d, &fs[1].value, 8);
   EXPECT_EQ(fs[1].wire, 1u);
   EXPECT_DOUBLE_EQ(d, 2.5);
+}
+
+TEST(ExportTargets, Utf8SafeKeepsValidNamesAndMasksBrokenOnes) {
+  EXPECT_EQ(utf8_safe("carrier-0"), "carrier-0");
+  EXPECT_EQ(utf8_safe("caf\xc3\xa9"), "caf\xc3\xa9");
+  // A comm the kernel cut inside a character: the lead byte at the very end.
+  EXPECT_EQ(utf8_safe("abc\xf0"), "abc?");
+  EXPECT_EQ(utf8_safe("\xe2\x82"), "??");
+  EXPECT_EQ(utf8_safe(std::string("a\0b", 3)), std::string("a\0b", 3));
 }
 
 TEST(PerfettoExport, PrevStateAsTheKernelReportsIt) {

@@ -8,7 +8,12 @@
 namespace platoon::model {
 
 std::string utf8_safe(const std::string& s) {
-  rapidjson::StringStream in(s.c_str());
+  // rapidjson's Validate takes a whole sequence's bytes before judging them: a lead byte at the
+  // end (the kernel cuts a comm at 15 bytes, in the middle of a character if it must) would
+  // read up to 3 bytes past the string. Padding with NULs (never continuation bytes) stops it.
+  std::string padded = s;
+  padded.append(4, '\0');
+  rapidjson::StringStream in(padded.c_str());
   rapidjson::StringBuffer sink;
   bool ok = true;
   while (ok && in.Tell() < s.size()) ok = rapidjson::UTF8<>::Validate(in, sink);
