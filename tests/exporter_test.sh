@@ -140,6 +140,20 @@ done
 promtool_clean "$tmp/c6"
 kill -TERM "$exporter"; wait "$exporter"
 
+# ---- a thread name the kernel cut inside a character: still valid UTF-8 for Prometheus ----
+python3 -c '
+import ctypes, time
+ctypes.CDLL(None).prctl(15, "ab\u20ac\u20ac\u20ac\u20ac\u20ac".encode(), 0, 0, 0)  # 17 bytes: 15 kept
+time.sleep(30)
+' & named=$!; pids+=($named)
+sleep 0.3
+start_exporter "$tmp/named.log" --pid "$named"
+curl -sf "http://127.0.0.1:$eport/metrics" > "$tmp/named" || fail "named scrape"
+grep -q 'thread="ab€€€€?"' "$tmp/named" || { grep run_seconds "$tmp/named"; fail "the cut name is not shown as ab€€€€?"; }
+promtool_clean "$tmp/named"
+kill -TERM "$exporter"; wait "$exporter"
+kill "$named"
+
 # ---- -- CMD: the exporter ends when the command does ----
 timeout 20 "$bin/platoon" exporter --listen 127.0.0.1:0 -- sleep 1 2> "$tmp/cmd.log"; st=$?
 cat "$tmp/cmd.log"

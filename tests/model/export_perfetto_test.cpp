@@ -98,6 +98,10 @@ TEST(ExportTargets, Utf8SafeKeepsValidNamesAndMasksBrokenOnes) {
   // A comm the kernel cut inside a character: the lead byte at the very end.
   EXPECT_EQ(utf8_safe("abc\xf0"), "abc?");
   EXPECT_EQ(utf8_safe("\xe2\x82"), "??");
+  EXPECT_EQ(utf8_safe("ab\xe2\x82\xac\xe2\x82"), "ab\xe2\x82\xac??");   // the whole € is kept
+  EXPECT_EQ(utf8_safe("\xed\xa0\x80x"), "???x");                          // a surrogate is not UTF-8
+  EXPECT_EQ(utf8_safe("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");            // 4 bytes
+  EXPECT_EQ(utf8_safe("\xc0\xaf"), "??");                                  // overlong
   EXPECT_EQ(utf8_safe(std::string("a\0b", 3)), std::string("a\0b", 3));
 }
 

@@ -67,6 +67,8 @@ std::string labels(uint32_t pid, const char* process, const char* thread, uint32
 TEST(PromEscape, LabelValuesAndHelp) {
   EXPECT_EQ(prom_escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
   EXPECT_EQ(prom_escape_label("carrier-0"), "carrier-0");
+  EXPECT_EQ(prom_escape_label("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(prom_escape_label("cut\xe2\x82"), "cut??");  // invalid UTF-8 would fail the scrape
   EXPECT_EQ(prom_escape_help("x\\y\nz \"q\""), "x\\\\y\\nz \"q\"");  // quotes stay in HELP
 }
 

@@ -1,26 +1,45 @@
 #include "tui/model/export_targets.hpp"
 
-#include <rapidjson/encodings.h>
-#include <rapidjson/stringbuffer.h>
-
 #include <utility>
 
 namespace platoon::model {
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence at p (Unicode 15, table 3-7), 0 if there is none.
+// Written here rather than with rapidjson's Validate, which reads a whole sequence's worth of
+// bytes before judging it, past the end of a string that stops inside a character.
+size_t sequence_length(const unsigned char* p, size_t n) {
+  const unsigned char c = p[0];
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) len = 2;
+  else if (c >= 0xe0 && c <= 0xef) len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+  else if (c >= 0xf0 && c <= 0xf4) len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+  else return 0;
+  if (n < len || p[1] < lo || p[1] > hi) return 0;
+  for (size_t i = 2; i < len; ++i)
+    if (p[i] < 0x80 || p[i] > 0xbf) return 0;
+  return len;
+}
+
+}  // namespace
+
 std::string utf8_safe(const std::string& s) {
-  // rapidjson's Validate takes a whole sequence's bytes before judging them: a lead byte at the
-  // end (the kernel cuts a comm at 15 bytes, in the middle of a character if it must) would
-  // read up to 3 bytes past the string. Padding with NULs (never continuation bytes) stops it.
-  std::string padded = s;
-  padded.append(4, '\0');
-  rapidjson::StringStream in(padded.c_str());
-  rapidjson::StringBuffer sink;
-  bool ok = true;
-  while (ok && in.Tell() < s.size()) ok = rapidjson::UTF8<>::Validate(in, sink);
-  if (ok) return s;
-  std::string out = s;
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) >= 0x80) c = '?';
+  std::string out;
+  out.reserve(s.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = sequence_length(p + i, s.size() - i);
+    if (len == 0) {
+      out += '?';  // one per byte that starts no character
+      ++i;
+    } else {
+      out.append(s, i, len);
+      i += len;
+    }
+  }
   return out;
 }
 

@@ -17,8 +17,9 @@ struct ExportThread {
   std::string label;  // comm, or "comm tid" when the process has two threads with that comm
 };
 
-// comm is whatever the program set (prctl): JSON and protobuf strings must be valid UTF-8, so
-// an invalid sequence becomes '?' bytes (the rest of the name stays readable).
+// comm is whatever the program set (prctl), cut at 15 bytes by the kernel, maybe inside a
+// character; JSON, protobuf and Prometheus strings must be valid UTF-8. Each byte that starts
+// no well-formed character becomes '?'; the rest of the name is kept as it is.
 std::string utf8_safe(const std::string& s);
 
 // tid → latest identity (comm changes at exec) over every snapshot of the recording.

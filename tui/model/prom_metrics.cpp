@@ -9,11 +9,15 @@
 #include <span>
 #include <vector>
 
+#include "tui/model/export_targets.hpp"  // utf8_safe
 #include "tui/model/histogram.hpp"
 
 namespace platoon::model {
 
-std::string prom_escape_label(std::string_view value) {
+std::string prom_escape_label(std::string_view raw) {
+  // Label values must be UTF-8 or Prometheus rejects the whole scrape; a comm is whatever the
+  // program set, cut at 15 bytes by the kernel, possibly inside a character.
+  const std::string value = utf8_safe(std::string(raw));
   std::string out;
   out.reserve(value.size());
   for (char c : value) {
