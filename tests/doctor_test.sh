@@ -134,6 +134,24 @@ print("ok --no-events, procfs and live: not evaluated =", sorted(ne(noev)), sort
 PY
 grep -q '^not evaluated: platoon_effect' "$tmp/procfs.txt" || fail "procfs text does not say what was not evaluated"
 
+# --comm finds the server by name; -- CMD watches a command and stops when it ends (long before
+# --duration), its exit status noted.
+"$platoon" doctor --comm platoon-server --duration 1 --format json > "$tmp/comm.json" || fail "doctor --comm"
+start=$(date +%s%N)
+"$platoon" doctor --duration 20 --format json -- sh -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done' \
+  > "$tmp/cmd.json" 2> "$tmp/cmd.err" || { cat "$tmp/cmd.err"; fail "doctor -- CMD"; }
+took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+python3 - "$tmp" "$took_ms" <<'PY' || fail "--comm / -- CMD"
+import json, sys
+tmp, took_ms = sys.argv[1], int(sys.argv[2])
+comm, cmd = (json.load(open(f"{tmp}/{n}.json")) for n in ("comm", "cmd"))
+assert comm["carriers"] == ["carrier-0", "carrier-1"], comm["carriers"]
+assert cmd["source"] == "bpf" and isinstance(cmd["findings"], list) and cmd["duration_s"] < 15, cmd
+assert took_ms < 15000, f"-- CMD took {took_ms} ms: it did not stop with the command"
+print(f"ok --comm (carriers {comm['carriers']}) and -- CMD ({cmd['duration_s']} s, {took_ms} ms, "
+      f"findings {[f['id'] for f in cmd['findings']]})")
+PY
+
 expect_error() {  # PATTERN -- cmd...: one line on stderr matching PATTERN, exit 1
   local pattern=$1; shift
   "$@" > "$tmp/out" 2> "$tmp/err"; local st=$?
