@@ -1,4 +1,4 @@
 #pragma once
 namespace platoon {
-inline constexpr const char* kVersion = "0.4.0";
+inline constexpr const char* kVersion = "0.6.0";
 }
