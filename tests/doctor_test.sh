@@ -12,8 +12,8 @@ bin=$BUILD/bin
 platoon=$bin/platoon
 tmp=$(mktemp -d /tmp/platoon-doctor.XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.3
-            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+. "$(dirname "$0")/lib/processes.sh"
+cleanup() { stop_pids; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
@@ -106,7 +106,6 @@ echo "ok text and --vs"
 
 # A server of our own for the remaining sources, under a light load while it is watched.
 "$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
-port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
 mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
 "$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 2 > "$tmp/server.log" 2>&1 & spid=$!; pids+=($spid)
 [ -n "$(port_of "$tmp/server.log")" ] || fail "server did not start"

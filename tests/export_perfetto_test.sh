@@ -10,13 +10,12 @@ BUILD=${BUILD:-build}
 bin=$BUILD/bin
 tmp=$(mktemp -d /tmp/platoon-perfetto.XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.3;
-            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+. "$(dirname "$0")/lib/processes.sh"
+cleanup() { stop_pids; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 command -v protoc > /dev/null || { echo "protoc missing (scripts/install-deps.sh installs protobuf-compiler)"; exit 77; }
-port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
 decode() { protoc -Itui/model --decode=perfetto.protos.Trace perfetto_trace.proto < "$1"; }
 
 "$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)

@@ -12,11 +12,10 @@ bin=$BUILD/bin
 command -v curl > /dev/null || { echo "needs curl"; exit 77; }
 tmp=$(mktemp -d /tmp/platoon-exporter.XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.3
-            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+. "$(dirname "$0")/lib/processes.sh"
+cleanup() { stop_pids; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
 # expect_error STATUS ARGS..: that exit status and exactly one line on stderr, "platoon exporter: ...".
 expect_error() { local want=$1; shift
                  timeout 10 "$bin/platoon" exporter "$@" > /dev/null 2> "$tmp/err"; local st=$?

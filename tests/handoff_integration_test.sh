@@ -7,11 +7,10 @@ BUILD=${BUILD:-build}
 bin=$BUILD/bin
 tmp=$(mktemp -d /tmp/platoon-it.XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -INT "$p" 2>/dev/null; done; sleep 0.3;
-            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+. "$(dirname "$0")/lib/processes.sh"
+cleanup() { stop_pids; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$1" "$2"; }
 
 "$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)

@@ -7,13 +7,12 @@ BUILD=${BUILD:-build}
 bin=$BUILD/bin
 tmp=$(mktemp -d /tmp/platoon-recngx.XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.5;
-            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+. "$(dirname "$0")/lib/processes.sh"
+cleanup() { stop_pids 0.5; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 [ -x /usr/sbin/nginx ] || { echo "nginx not installed"; exit 77; }
-port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
 switches() { awk '/^voluntary_ctxt_switches/{v=$2} /^nonvoluntary_ctxt_switches/{n=$2} END{print v+n}' "/proc/$1/status"; }
 
 "$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)

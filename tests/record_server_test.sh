@@ -7,12 +7,11 @@ BUILD=${BUILD:-build}
 bin=$BUILD/bin
 tmp=$(mktemp -d /tmp/platoon-recsrv.XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.3;
-            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+. "$(dirname "$0")/lib/processes.sh"
+cleanup() { stop_pids; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
 # metric NAME CARRIER: the value of NAME{carrier="CARRIER"} in the saved scrape $2
 metric() { local v; v=$(awk -v n="$1{carrier=\"carrier-$3\"}" '$1 == n { printf "%d\n", $2 }' "$2")
            [ -n "$v" ] || fail "no $1 for carrier-$3 in $2"; echo "$v"; }

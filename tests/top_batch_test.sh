@@ -8,11 +8,10 @@ bin=$BUILD/bin
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 tmp=$(mktemp -d /tmp/platoon-topbatch.XXXXXX)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.3
-            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+. "$(dirname "$0")/lib/processes.sh"
+cleanup() { stop_pids; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
 # expect_error ARGS..: non-zero exit and exactly one line on stderr.
 expect_error() { "$bin/platoon" top "$@" > /dev/null 2> "$tmp/err" && fail "top $* succeeded"
                  [ "$(wc -l < "$tmp/err")" = 1 ] || { cat "$tmp/err"; fail "top $*: not one line"; }

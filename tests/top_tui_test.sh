@@ -12,11 +12,10 @@ tmp=$(mktemp -d /tmp/platoon-toptui.XXXXXX)
 sock=platoon-top-test-$$
 tm() { tmux -L "$sock" "$@"; }
 pids=()
-cleanup() { tm kill-server 2>/dev/null; for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.3
-            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+. "$(dirname "$0")/lib/processes.sh"
+cleanup() { tm kill-server 2>/dev/null; stop_pids; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- screen:"; tm capture-pane -p -t top 2>/dev/null; exit 1; }
-port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
 screen() { tm capture-pane -p -t top; }
 # wait_for REGEX [seconds]: poll the pane until it shows REGEX.
 wait_for() { local end=$((SECONDS + ${2:-10})); while [ $SECONDS -lt $end ]; do screen | grep -Eq -- "$1" && return 0; sleep 0.1; done; return 1; }
