@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "tui/commands/target.hpp"
@@ -20,6 +21,14 @@ struct LiveOptions {
   bool verbose = false;       // libbpf's own messages
   bool usdt = true;           // attach the runtime's USDT probes when the target has them
   size_t ringbuf_mb = 16;
+  // Follow processes the targets fork (in the kernel, like perf's inherit). Unset: on for
+  // -- CMD, off for --pid and --comm; --follow-forks / --no-follow-forks set it.
+  std::optional<bool> follow_forks;
+  bool follows_forks() const { return follow_forks.value_or(!target.command.empty()); }
+  // -- CMD: when platoon ends for any reason but the command's own exit, the command's
+  // process group gets SIGTERM, then SIGKILL after kill_after_s, unless keep_running.
+  double kill_after_s = 2.0;
+  bool keep_running = false;
 };
 
 struct RecordOptions {
