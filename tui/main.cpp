@@ -19,15 +19,40 @@ int usage_error(const std::string& cmd, const std::string& msg) {
 
 // Target options shared by the live subcommands.
 struct TargetFlags {
-  std::string pids, comm;
+  std::string pids, comm, kill_after;
+  bool follow = false, no_follow = false, keep_running = false;
   void add_to(CLI::App* sub) {
     sub->add_option("-p,--pid", pids, "process id(s) to watch, comma separated");
     sub->add_option("-c,--comm", comm, "watch every process with this name, also ones started later");
+    sub->add_flag("--follow-forks", follow, "also watch processes the targets fork (default for -- CMD)");
+    sub->add_flag("--no-follow-forks", no_follow, "watch only the targets themselves");
+    sub->add_option("--kill-after", kill_after,
+                    "-- CMD: when platoon stops first, SIGTERM the command's process group, SIGKILL after this (default 2s)");
+    sub->add_flag("--keep-running", keep_running, "-- CMD: leave the command running when platoon stops");
   }
   bool resolve(const std::vector<std::string>& command, LiveOptions& live, std::string& error) const {
     if (!pids.empty() && !parse_pid_list(pids, live.target.pids, error)) return false;
     live.target.comm = comm;
     live.target.command = command;
+    if (follow && no_follow) {
+      error = "give only one of --follow-forks and --no-follow-forks";
+      return false;
+    }
+    if (follow || no_follow) live.follow_forks = follow;
+    if (!kill_after.empty() && (!parse_seconds(kill_after, live.kill_after_s) || live.kill_after_s < 0 ||
+                                live.kill_after_s > 3600)) {
+      error = "bad --kill-after '" + kill_after + "': give 0 to 3600 seconds (2, 500ms, 1m)";
+      return false;
+    }
+    if ((keep_running || !kill_after.empty()) && command.empty()) {
+      error = std::string(keep_running ? "--keep-running" : "--kill-after") + " applies only to -- CMD";
+      return false;
+    }
+    if (keep_running && !kill_after.empty()) {
+      error = "give only one of --keep-running and --kill-after";
+      return false;
+    }
+    live.keep_running = keep_running;
     return validate_target(live.target, error);
   }
 };

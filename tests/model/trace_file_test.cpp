@@ -618,7 +618,8 @@ TEST_F(TraceFileTest, WriterRefusesRecordsThatDoNotParse) {
   ev[8] = 77;  // unknown type in the first record
   EXPECT_FALSE(w3->write_events(ev.data(), ev.size(), n));
   EXPECT_FALSE(TraceWriter::create(path("no/such/dir.plt"), sample_meta(), &error));
-  EXPECT_EQ(error, path("no/such/dir.plt") + ": No such file or directory");
+  EXPECT_THAT(error, HasSubstr("no/such/dir.plt"));
+  EXPECT_THAT(error, HasSubstr(": No such file or directory"));
 }
 
 // A write the file system refuses (here: RLIMIT_FSIZE, EFBIG; ENOSPC takes the same path) is an

@@ -85,7 +85,7 @@ std::map<uint32_t, uint32_t> affinity_of(const std::vector<pid_t>& pids) {
 
 bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
   LiveTarget target;
-  if (!start_live_target(opt.live.target, target, error)) return false;
+  if (!start_live_target(opt.live.target, {opt.live.kill_after_s, opt.live.keep_running}, target, error)) return false;
   std::string note;
   // Raw events are kept (through the tracker, a few numbers per thread) unless the source is
   // procfs: the platoon effect needs them.
@@ -123,7 +123,7 @@ bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
   if (g_stop) run.warnings.push_back("interrupted: diagnosing what was watched so far");
   source->poll_events(0, sink);
   model::Snapshot last = source->snapshot();
-  if (target.child && !target.child->poll_exit(status)) kill(target.child->pid(), SIGTERM);  // ours: it ends with us
+  if (target.child && !target.child->poll_exit(status)) target.child->end_command();  // ours: it ends with us
   run.batches.finish();
   run.window = model::make_window(first, last);
   run.has_batches = source->source() == model::Source::bpf;

@@ -6,7 +6,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <ext/stdio_filebuf.h>
+#include <ostream>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "tui/model/export_chrome.hpp"
 #include "tui/model/export_csv.hpp"
 #include "tui/model/export_perfetto.hpp"
+#include "tui/model/output_file.hpp"
 #include "tui/model/trace_reader.hpp"
 
 namespace platoon::cli {
@@ -25,39 +27,41 @@ int fail(const std::string& msg) {
   return kExitFailure;
 }
 
-// The output is written next to OUT under a temporary name and renamed into place only when
-// complete: a bad input or a full disk never leaves a half-written OUT (or clobbers an old one).
-class OutputFile {
+// The output is written next to OUT under a temporary name (a new 0600 file) and renamed into
+// place only when complete: a bad input or a full disk never leaves a half-written OUT (or
+// clobbers an old one), and OUT is refused unless it is absent or a regular file
+// (tui/model/output_file.hpp).
+class ExportFile {
  public:
-  explicit OutputFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp" + std::to_string(getpid())) {
-    stream_.open(tmp_, std::ios::binary | std::ios::trunc);
-    if (!stream_) error_ = "cannot write " + path_ + ": " + std::strerror(errno);
-  }
-  ~OutputFile() {
-    if (!committed_) {
-      stream_.close();
-      std::remove(tmp_.c_str());
+  explicit ExportFile(const std::string& path)
+      : file_(model::OutputFile::create(path, model::OutputFile::Existing::replace, &error_)) {
+    if (file_) {
+      buf_.emplace(file_->take_fd().release(), std::ios::out | std::ios::binary);  // closes it
+      stream_.rdbuf(&*buf_);
+    } else {
+      stream_.setstate(std::ios::badbit);
     }
   }
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
+  ExportFile(const ExportFile&) = delete;
+  ExportFile& operator=(const ExportFile&) = delete;
 
-  bool ok() const { return error_.empty(); }
+  bool ok() const { return file_.has_value(); }
   const std::string& error() const { return error_; }
   std::ostream& stream() { return stream_; }
   bool commit() {
-    stream_.close();
-    if (stream_.fail()) error_ = "writing " + path_ + " failed";
-    else if (std::rename(tmp_.c_str(), path_.c_str()) != 0) error_ = "cannot write " + path_ + ": " + std::strerror(errno);
-    else committed_ = true;
-    return committed_;
+    stream_.flush();
+    const bool flushed = stream_.good() && buf_->close() != nullptr;  // the filebuf owns the fd's writes
+    if (!flushed) error_ = "writing " + file_->path() + " failed: " + std::strerror(errno);
+    else if (file_->publish(&error_) && file_->replaced())
+      std::fprintf(stderr, "platoon export: replaced the earlier %s\n", file_->path().c_str());
+    return file_->published();
   }
 
  private:
-  std::string path_, tmp_;
-  std::ofstream stream_;
-  std::string error_;
-  bool committed_ = false;
+  std::string error_;  // first: file_'s initialiser writes it
+  std::optional<model::OutputFile> file_;
+  std::optional<__gnu_cxx::stdio_filebuf<char>> buf_;
+  std::ostream stream_{nullptr};
 };
 
 void warn_incomplete(const std::string& path, const model::TraceContents& c) {
@@ -69,7 +73,7 @@ void warn_incomplete(const std::string& path, const model::TraceContents& c) {
 }
 
 int export_csv(const ExportOptions& opt) {
-  OutputFile out(opt.output);
+  ExportFile out(opt.output);
   if (!out.ok()) return fail(out.error());
   model::write_csv_header(out.stream());
   // Streamed: rows go out as snapshots are read, events are dropped unread into memory.
@@ -109,7 +113,7 @@ std::optional<model::TraceContents> read_with_events(const ExportOptions& opt, s
 // Two passes over the file (see export_perfetto.hpp): memory stays flat however long the
 // recording is.
 int export_perfetto(const ExportOptions& opt) {
-  OutputFile out(opt.output);
+  ExportFile out(opt.output);
   if (!out.ok()) return fail(out.error());
   model::PerfettoExport exp(out.stream());
   model::ReadOptions scan;
@@ -147,7 +151,7 @@ int export_chrome(const ExportOptions& opt) {
   std::string error;
   auto c = read_with_events(opt, error);
   if (!c) return fail(error);
-  OutputFile out(opt.output);
+  ExportFile out(opt.output);
   if (!out.ok()) return fail(out.error());
   model::ChromeStats stats;
   if (!model::write_chrome_trace(out.stream(), c->events, c->snapshots, &stats) || !out.commit())

@@ -163,7 +163,7 @@ int run_exporter(const ExporterOptions& opt) {
   if (!listener) return fail(bad_address ? kExitUsage : kExitFailure, error);
 
   LiveTarget target;
-  if (!start_live_target(opt.live.target, target, error)) return fail(kExitFailure, error);
+  if (!start_live_target(opt.live.target, {opt.live.kill_after_s, opt.live.keep_running}, target, error)) return fail(kExitFailure, error);
   // Without raw events: the exporter reads the in-kernel aggregates at scrape time only.
   auto source = LiveSource::open(opt.live, target.pids, /*record_events=*/false, error, note);
   if (!source) return fail(kExitFailure, error);

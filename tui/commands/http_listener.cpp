@@ -202,11 +202,13 @@ int HttpListener::run(HttpHandler handler, int tick_ms, std::function<bool()> ti
   event_base* base = im.base.get();
   EventPtr sigint(evsignal_new(base, SIGINT, on_signal, &im));
   EventPtr sigterm(evsignal_new(base, SIGTERM, on_signal, &im));
+  EventPtr sighup(evsignal_new(base, SIGHUP, on_signal, &im));  // a closed terminal stops it cleanly too
   EventPtr ticker(event_new(base, -1, EV_PERSIST, on_tick, &im));
-  if (!sigint || !sigterm || !ticker) return 0;
+  if (!sigint || !sigterm || !sighup || !ticker) return 0;
   const timeval every{tick_ms / 1000, (tick_ms % 1000) * 1000};
   event_add(sigint.get(), nullptr);
   event_add(sigterm.get(), nullptr);
+  event_add(sighup.get(), nullptr);
   event_add(ticker.get(), &every);
   evhttp_set_gencb(im.http.get(), on_request, &im);
   event_base_dispatch(base);

@@ -74,7 +74,7 @@ int run_record(const RecordOptions& opt) {
   std::string error, note;
 
   LiveTarget target;
-  if (!start_live_target(opt.live.target, target, error)) return fail(error);
+  if (!start_live_target(opt.live.target, {opt.live.kill_after_s, opt.live.keep_running}, target, error)) return fail(error);
   auto& child = target.child;
   const std::vector<pid_t>& pids = target.pids;
 
@@ -102,6 +102,8 @@ int run_record(const RecordOptions& opt) {
 
   auto writer = model::TraceWriter::create(opt.output, meta, &error);
   if (!writer) return fail(error);
+  if (writer->replaced_earlier_file())
+    std::fprintf(stderr, "platoon record: replaced the earlier %s\n", opt.output.c_str());
   for (const auto& n : source->notes()) writer->write_note(clock_ns(CLOCK_BOOTTIME), n);
   if (!note.empty()) writer->write_note(clock_ns(CLOCK_BOOTTIME), note);
 
@@ -110,6 +112,7 @@ int run_record(const RecordOptions& opt) {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN);  // a file size limit is a write error (EFBIG) to report, not a death
 
   if (child && !child->release(error)) {
     writer->finish("command failed to start");

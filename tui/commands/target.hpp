@@ -24,29 +24,46 @@ bool parse_pid_list(const std::string& text, std::vector<pid_t>& out, std::strin
 // Exactly one of the three must be given, and each pid must exist.
 bool validate_target(const TargetSpec& spec, std::string& error);
 
-// A child forked for `-- CMD`: it waits on a pipe until release(), then execs. The destructor
-// of a never-released child kills it. Exit status is collected by poll_exit().
+// What becomes of a `-- CMD` when platoon ends for any reason but the command's own exit
+// (duration, a signal, a write error, a crash): its process group gets SIGTERM, then SIGKILL
+// after kill_after_s; keep_running leaves it alone.
+struct CommandLifetime {
+  double kill_after_s = 2.0;
+  bool keep_running = false;
+};
+
+// A child forked for `-- CMD`, leader of its own process group. It execs only when release()
+// sends it the go byte (once the probes are attached): if platoon dies before that, the pipe
+// closes without one and the child exits, so the command never runs untraced. It also holds
+// PR_SET_PDEATHSIG, so a platoon killed outright (SIGKILL) takes it along.
 class LaunchedCommand {
  public:
-  static std::optional<LaunchedCommand> start(const std::vector<std::string>& argv, std::string& error);
+  static std::optional<LaunchedCommand> start(const std::vector<std::string>& argv, const CommandLifetime& lifetime,
+                                              std::string& error);
   LaunchedCommand(LaunchedCommand&& other) noexcept;
   LaunchedCommand& operator=(LaunchedCommand&&) = delete;
   LaunchedCommand(const LaunchedCommand&) = delete;
-  ~LaunchedCommand();
+  ~LaunchedCommand();  // end_command() unless the command has exited
 
   pid_t pid() const { return pid_; }
   // Lets the child exec; false (with a message) if exec failed.
   bool release(std::string& error);
   // Non-blocking: true once the child has exited; `status` gets a readable description.
   bool poll_exit(std::string& status);
+  // SIGTERM to the group, SIGKILL after the grace; or, with keep_running, a note that it runs on.
+  void end_command();
 
  private:
-  LaunchedCommand(pid_t pid, int go_fd, int exec_fd, std::string name)
-      : pid_(pid), go_fd_(go_fd), exec_fd_(exec_fd), name_(std::move(name)) {}
-  pid_t pid_ = -1;
-  int go_fd_ = -1;     // parent's write end: closing it lets the child exec
+  LaunchedCommand(pid_t pid, int go_fd, int exec_fd, std::string name, CommandLifetime lifetime)
+      : pid_(pid), go_fd_(go_fd), exec_fd_(exec_fd), name_(std::move(name)), lifetime_(lifetime) {}
+  // Reaps what of the group has ended (the leader, orphans re-parented to platoon); the
+  // leader's wait status if it was among them, else -1.
+  int reap_group();
+  pid_t pid_ = -1;     // also the process group id
+  int go_fd_ = -1;     // parent's write end: one byte lets the child exec, EOF makes it exit
   int exec_fd_ = -1;   // parent's read end of a CLOEXEC pipe: EOF = exec succeeded, data = errno
   std::string name_;
+  CommandLifetime lifetime_;
   bool reaped_ = false;
 };
 
@@ -56,7 +73,8 @@ struct LiveTarget {
   std::optional<LaunchedCommand> child;
   std::vector<pid_t> pids;
 };
-bool start_live_target(const TargetSpec& spec, LiveTarget& out, std::string& error);
+bool start_live_target(const TargetSpec& spec, const CommandLifetime& lifetime, LiveTarget& out,
+                       std::string& error);
 
 // True while /proc/PID exists and is not a zombie.
 bool process_alive(pid_t pid);

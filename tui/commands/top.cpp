@@ -170,7 +170,7 @@ int run_top(const TopOptions& opt) {
   const bool batch = opt.batch || !isatty(STDOUT_FILENO);
 
   LiveTarget target;
-  if (!start_live_target(opt.live.target, target, error)) return fail(error);
+  if (!start_live_target(opt.live.target, {opt.live.kill_after_s, opt.live.keep_running}, target, error)) return fail(error);
   auto& child = target.child;
   const std::vector<pid_t>& pids = target.pids;
   // Without raw events: the live view reads the in-kernel aggregates once per interval only.

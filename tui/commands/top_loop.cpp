@@ -78,19 +78,21 @@ Intent apply_key(int key, model::TopState& st, int page) {
 }
 
 bool Recorder::start(model::TraceMeta meta, const model::Snapshot& baseline, std::string& error) {
-  char name[64];
+  char stem[64];
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
   localtime_r(&now, &tm);
-  std::strftime(name, sizeof name, "platoon-top-%Y%m%d-%H%M%S.trace", &tm);
+  std::strftime(stem, sizeof stem, "platoon-top-%Y%m%d-%H%M%S", &tm);
   meta.start_boottime_ns = 0;  // the writer reads the clocks now
   meta.start_realtime_ns = 0;
-  writer_ = model::TraceWriter::create(name, meta, &error);
+  // `r` twice within a second gets "-2": a recording never replaces an earlier one.
+  auto file = model::create_unique(stem, ".trace", &error);
+  if (file) writer_ = model::TraceWriter::create(std::move(*file), meta, {}, &error);
   if (!writer_) {
     last_ = "REC failed: " + error;
     return false;
   }
-  path_ = name;
+  path_ = writer_->path();
   snapshots_ = 0;
   write(baseline);
   return true;

@@ -14,21 +14,6 @@
 
 namespace platoon::model {
 
-UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
-  if (this != &o) {
-    reset();
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-int UniqueFd::reset() {
-  int rc = 0;
-  if (fd_ >= 0) rc = ::close(fd_);
-  fd_ = -1;
-  return rc;
-}
-
 namespace {
 
 // Appends the format's primitives: fixed little-endian integers, LEB128 varints (most counters
@@ -212,17 +197,18 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, const 
 
 std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, const TraceMeta& meta,
                                                  const Options& options, std::string* error) {
+  auto file = OutputFile::create(path, OutputFile::Existing::replace, error);
+  if (!file) return nullptr;
+  return create(std::move(*file), meta, options, error);
+}
+
+std::unique_ptr<TraceWriter> TraceWriter::create(OutputFile file, const TraceMeta& meta,
+                                                 const Options& options, std::string* error) {
   auto set_error = [&](const std::string& msg) {
     if (error) *error = msg;
     return nullptr;
   };
-  // Traces name the target's threads and command line: private to the user who recorded them.
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!fd) return set_error(path + ": " + std::strerror(errno));
-  // open's mode only applies to a new file (and passes through the umask); an existing one keeps
-  // its old permissions unless told.
-  if (::fchmod(fd.get(), 0600) != 0) return set_error(path + ": chmod 0600: " + std::strerror(errno));
-
+  const std::string path = file.path();
   TraceMeta m = meta;
   utsname u{};
   bool have_uname = ::uname(&u) == 0;
@@ -237,7 +223,7 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, const 
     m.start_realtime_ns = clock_ns(CLOCK_REALTIME);
   }
 
-  std::unique_ptr<TraceWriter> w(new TraceWriter(path, std::move(fd), options));
+  std::unique_ptr<TraceWriter> w(new TraceWriter(path, file.take_fd(), options));
   // Header and META leave in one write(2), so there is no window in which a crash leaves a file
   // with a header but no metadata.
   std::vector<uint8_t> start(kTraceHeaderBytes);
@@ -252,6 +238,9 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, const 
   if (meta_chunk.empty()) return set_error(w->error_);
   start.insert(start.end(), meta_chunk.begin(), meta_chunk.end());
   if (!w->append(start)) return set_error(w->error_);
+  // Under its name only once it is a valid trace: from here on, a crash leaves a readable file.
+  if (!file.publish(error)) return nullptr;
+  w->replaced_ = file.replaced();
   return w;
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tui/model/output_file.hpp"
 #include "tui/model/snapshot.hpp"
 #include "tui/model/trace_format.hpp"
 
@@ -37,25 +38,6 @@ struct TraceMeta {
   std::vector<std::string> command;
 };
 
-// An fd that closes itself.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  int release() { int fd = fd_; fd_ = -1; return fd; }
-  int reset();  // close; returns close(2)'s result (0 when there was nothing to close)
-
- private:
-  int fd_ = -1;
-};
-
 class TraceWriter {
  public:
   struct Options {
@@ -63,11 +45,15 @@ class TraceWriter {
     bool sync_on_finish = true;   // fdatasync before close in finish()
   };
 
-  // Creates (or truncates) `path` with mode 0600 and writes the header and META chunk.
-  // nullptr and a one-line *error on failure.
+  // Writes the header and META chunk to a new 0600 file and renames it to `path` (replacing
+  // an earlier regular file, refusing anything else: output_file.hpp). nullptr and a one-line
+  // *error on failure.
   static std::unique_ptr<TraceWriter> create(const std::string& path, const TraceMeta& meta,
                                              std::string* error);
   static std::unique_ptr<TraceWriter> create(const std::string& path, const TraceMeta& meta,
+                                             const Options& options, std::string* error);
+  // The same into a file the caller created (top's `r`: a name that replaces nothing).
+  static std::unique_ptr<TraceWriter> create(OutputFile file, const TraceMeta& meta,
                                              const Options& options, std::string* error);
   ~TraceWriter();  // closes without a STOP chunk if finish() was not called: readers see !complete
   TraceWriter(const TraceWriter&) = delete;
@@ -86,6 +72,7 @@ class TraceWriter {
   const std::string& error() const { return error_; }
   uint64_t bytes_written() const;
   const std::string& path() const { return path_; }
+  bool replaced_earlier_file() const { return replaced_; }
 
  private:
   TraceWriter(std::string path, UniqueFd fd, const Options& options);
@@ -100,6 +87,7 @@ class TraceWriter {
   mutable std::mutex mu_;
   uint64_t offset_ = 0;  // end of the last complete chunk
   std::string error_;
+  bool replaced_ = false;
 };
 
 }  // namespace platoon::model
