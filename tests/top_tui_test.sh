@@ -105,6 +105,16 @@ keys r; wait_for 'REC platoon-top-.*\.trace' || fail "r did not start recording"
 wait_for 'REC platoon-top-.*\(4\)' 10 || fail "recording did not grow"
 keys r; wait_for 'saved platoon-top-.*\.trace' || fail "r did not stop recording"
 trace=$(ls "$tmp"/platoon-top-*.trace | head -1); [ -s "$trace" ] || fail "no trace file"
+[ "$(stat -c %a "$trace")" = 600 ] || fail "top's recording is mode $(stat -c %a "$trace"), not 600"
+sum=$(md5sum < "$trace")
+# r r r r at once: two recordings within one second get two names; none replaces another.
+keys r r r r
+for _ in $(seq 50); do [ "$(ls "$tmp"/platoon-top-*.trace | wc -l)" -ge 3 ] && screen | grep -q 'saved' && break; sleep 0.1; done
+sleep 0.3
+n=$(ls "$tmp"/platoon-top-*.trace | wc -l)
+[ "$n" = 3 ] || fail "three recordings left $n files: $(ls "$tmp")"
+[ "$(md5sum < "$trace")" = "$sum" ] || fail "a later recording changed the first one"
+echo "r twice within a second: $(cd "$tmp" && ls platoon-top-*.trace | tr '\n' ' ')"
 
 keys q
 for _ in $(seq 50); do [ -f "$tmp/rc" ] && break; sleep 0.1; done

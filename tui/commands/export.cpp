@@ -148,11 +148,11 @@ int export_perfetto(const ExportOptions& opt) {
 }
 
 int export_chrome(const ExportOptions& opt) {
+  ExportFile out(opt.output);
+  if (!out.ok()) return fail(out.error());
   std::string error;
   auto c = read_with_events(opt, error);
   if (!c) return fail(error);
-  ExportFile out(opt.output);
-  if (!out.ok()) return fail(out.error());
   model::ChromeStats stats;
   if (!model::write_chrome_trace(out.stream(), c->events, c->snapshots, &stats) || !out.commit())
     return fail(out.error().empty() ? "writing " + opt.output + " failed" : out.error());

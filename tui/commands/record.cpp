@@ -73,6 +73,10 @@ int run_record(const RecordOptions& opt) {
   };
   std::string error, note;
 
+  // The output is checked and created first: a bad -o fails before anything is attached or run.
+  auto output = model::OutputFile::create(opt.output, model::OutputFile::Existing::replace, &error);
+  if (!output) return fail(error);
+
   LiveTarget target;
   if (!start_live_target(opt.live.target, {opt.live.kill_after_s, opt.live.keep_running}, target, error)) return fail(error);
   auto& child = target.child;
@@ -100,7 +104,7 @@ int run_record(const RecordOptions& opt) {
   meta.comm = opt.live.target.comm;
   meta.command = opt.live.target.command;
 
-  auto writer = model::TraceWriter::create(opt.output, meta, &error);
+  auto writer = model::TraceWriter::create(std::move(*output), meta, {}, &error);
   if (!writer) return fail(error);
   if (writer->replaced_earlier_file())
     std::fprintf(stderr, "platoon record: replaced the earlier %s\n", opt.output.c_str());
