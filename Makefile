@@ -233,8 +233,9 @@ bench: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/run-bench.sh $(BUILD)
 
+# The demo builds only what it runs (the four programs), not the tests.
 demo: deps
-	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory $(PLATOON_BIN) $(SERVER_BINS)
 	$(Q)scripts/demo.sh $(BUILD)
 
 PREFIX ?= /usr/local

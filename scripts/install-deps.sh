@@ -2,6 +2,8 @@
 # Installs the Debian packages platoon needs, and only those that are missing.
 # Idempotent: when everything is present it does nothing and touches no network.
 # apt-get update runs only when at least one package is missing.
+# Every command a test, the demo or a script calls comes from a package listed here or from
+# Debian's required set (tests/install_deps_test.sh checks it); `--list` prints the list.
 set -euo pipefail
 
 PKGS=(
@@ -15,13 +17,20 @@ PKGS=(
   node-llhttp rapidjson-dev
   # command line, formatting, TUI
   libcli11-dev libfmt-dev libncurses-dev
-  # tests and benchmarks
+  # tests and benchmarks: pgrep/ps/sysctl (procps), readelf (binutils), /usr/bin/time,
+  # jq for the bench summary
   libgtest-dev libgmock-dev tmux sysstat linux-perf bpftrace protobuf-compiler
+  procps binutils time jq
   # promtool checks the exporter's exposition (the prometheus package ships it)
   prometheus
   # peers measured beside platoon-server
   nginx-light golang-go
 )
+
+if [ "${1:-}" = --list ]; then
+  printf '%s\n' "${PKGS[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
