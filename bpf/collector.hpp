@@ -32,9 +32,25 @@ struct CollectorOptions {
   bool attach_usdt = true;              // runtime probes of platoon-runtime targets
   bool verbose = false;                 // libbpf's debug output to stderr
   bool force_raw_tp = false;            // skip tp_btf (tests, old kernels)
+  // Processes forked by a target become targets, in the kernel at sched_process_fork (perf's
+  // inherit), and so do the targets' existing descendants at open.
+  bool follow_forks = false;
+  // Map bounds (entries). A target thread that finds `stats` full is counted once in
+  // untracked_threads; a pair that finds `pairs` full, in lost_pairs.
+  uint32_t threads_max = PLATOON_MAX_THREADS;
+  uint32_t pairs_max = PLATOON_MAX_PAIRS;
+  // A pair whose counts did not change for this long leaves the kernel map (refresh() and
+  // snapshot() check); its counts stay in user space and keep being reported, so snapshots
+  // stay cumulative while the map holds only the pairs that are active. 0: never.
+  double pair_idle_s = 10.0;
+  // Per-CPU switch-in slots per thread, at most PLATOON_MAX_CPUS; switch-ins on CPUs beyond
+  // land in ThreadSample::cpu_overflow. Lowered only by tests (this machine has 2 CPUs).
+  uint32_t cpu_slots = PLATOON_MAX_CPUS;
 };
 
-enum class OpenError { none, permission, no_btf, no_such_process, other };
+// unsupported: the kernel cannot load even the smallest program set (the message carries
+// libbpf's reason); callers fall back to procfs as for permission and no_btf.
+enum class OpenError { none, permission, no_btf, no_such_process, unsupported, other };
 
 class Collector {
  public:
@@ -64,8 +80,16 @@ class Collector {
   // later ones in the kernel); they are added. Returns how many were new.
   size_t rescan_comm();
 
+  // Once per interval: rescan_comm(), adopt the processes the kernel added by itself (forks
+  // followed, comm matches at exec) so that their runtime probes get attached, and age idle
+  // pairs out of the kernel map.
+  void refresh();
+
   const char* attach_mode() const;      // "tp_btf" or "raw_tp"
+  // What the load dropped (features the kernel lacks) and what attached, one line each.
   std::vector<std::string> notes() const;
+  uint32_t fields() const;              // model::Field bits the snapshots fill
+  size_t pairs_in_kernel() const;       // entries in the kernel pair map now (tests)
 
   struct ProgramStats {
     std::string name;

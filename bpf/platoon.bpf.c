@@ -32,6 +32,16 @@ const volatile char targ_comm[PLATOON_COMM_LEN] = {};
 /* The reader is woken only once this much is unread: it drains on its own timer otherwise, so
  * that a busy target does not pay for a reader wakeup (irq_work + epoll) on every record. */
 const volatile __u64 targ_wakeup_bytes = 1;
+/* New processes forked by a target become targets (perf's inherit), at sched_process_fork. */
+const volatile bool targ_follow_forks = false;
+/* sched_switch passes prev_state as its 4th argument since 5.18; before that the programs may
+ * not read ctx[3] at all (tp_btf rejects the access, raw_tp the attach), so the state is read
+ * from the task instead. User space sets this from the tracepoint's BTF prototype. */
+const volatile bool targ_switch_state_arg = true;
+/* Per-CPU switch-in slots kept per thread (at most PLATOON_MAX_CPUS); switch-ins on CPUs at or
+ * above it are counted in cpu_overflow. Lowered only by tests, to exercise that count on a
+ * machine with few CPUs. */
+const volatile __u32 targ_cpu_slots = PLATOON_MAX_CPUS;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -53,6 +63,16 @@ struct {
 	__type(key, struct platoon_pair_key);
 	__type(value, struct platoon_pair_value);
 } pairs SEC(".maps");
+
+/* Target threads that found `stats` full, so that PLATOON_DROP_THREADS counts each such thread
+ * once rather than each of its events. LRU: beyond 4,096 untracked threads at once, an old one
+ * may be counted again (the count then over- rather than under-states). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);                         /* tid */
+	__type(value, __u8);
+} untracked SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -77,6 +97,14 @@ static __always_inline void count_drop(__u32 kind)
 		*n += 1;    /* per-CPU slot: no atomics needed */
 }
 
+static __always_inline void count_untracked(__u32 tid)
+{
+	__u8 one = 1;
+
+	if (bpf_map_update_elem(&untracked, &tid, &one, BPF_NOEXIST) == 0)
+		count_drop(PLATOON_DROP_THREADS);
+}
+
 /* The hot-path target test. `targets` (above) is the bounded set user space fills and lists;
  * this bitmap over all possible tgids (pid_max <= PID_MAX_LIMIT = 2^22 on 64-bit: 512 KiB of
  * .bss) mirrors it so that the test every sched_switch makes for prev and next is one load
@@ -98,18 +126,27 @@ static __always_inline bool is_target(__u32 tgid)
 	return tgid && ((target_bits[target_word(tgid)] >> (tgid & 63)) & 1);
 }
 
+/* Bits are set and cleared with atomic adds (BPF_XADD, every kernel) rather than atomic or/and
+ * (BPF_ATOMIC, 5.12+): a program holding those does not load on older kernels at all. An add
+ * is a correct set/clear only if the bit is known to be clear/set, so the `targets` hash is the
+ * arbiter: only the caller whose insert (BPF_NOEXIST) or delete succeeds touches the bit, and
+ * the collector's Impl::target() follows the same rule from user space. */
 static __always_inline void add_target(__u32 tgid)
 {
 	__u32 word = target_word(tgid);
 	__u8 one = 1;
+	long err;
 
 	if (!tgid || tgid >= TARGET_BITS_WORDS * 64)
 		return;
-	if (bpf_map_update_elem(&targets, &tgid, &one, BPF_ANY)) {
+	err = bpf_map_update_elem(&targets, &tgid, &one, BPF_NOEXIST);
+	if (err == -EEXIST)
+		return;     /* already a target: its bit is set */
+	if (err) {
 		count_drop(PLATOON_DROP_TARGETS);
 		return;
 	}
-	__sync_fetch_and_or(&target_bits[word], 1ull << (tgid & 63));
+	__sync_fetch_and_add(&target_bits[word], 1ull << (tgid & 63));
 }
 
 static __always_inline void drop_target(__u32 tgid)
@@ -118,8 +155,9 @@ static __always_inline void drop_target(__u32 tgid)
 
 	if (!tgid || tgid >= TARGET_BITS_WORDS * 64)
 		return;
-	__sync_fetch_and_and(&target_bits[word], ~(1ull << (tgid & 63)));
-	bpf_map_delete_elem(&targets, &tgid);
+	if (bpf_map_delete_elem(&targets, &tgid))
+		return;     /* not a target (or another CPU dropped it first) */
+	__sync_fetch_and_add(&target_bits[word], -(1ull << (tgid & 63)));
 }
 
 /* Reads a task field: a plain load under tp_btf, a CO-RE probe read under raw_tp. */
@@ -146,7 +184,7 @@ thread_stats(__u32 tid, __u32 tgid, struct task_struct *t, __u64 now, bool creat
 		return NULL;
 	err = bpf_map_update_elem(&stats, &tid, &zero_stats, BPF_NOEXIST);
 	if (err && err != -EEXIST) {
-		count_drop(PLATOON_DROP_THREADS);
+		count_untracked(tid);
 		return NULL;
 	}
 	s = bpf_map_lookup_elem(&stats, &tid);
@@ -191,8 +229,12 @@ static __always_inline void add_pair(__u32 tid, __u32 other, __u32 kind, struct 
 		if (!v)
 			return;
 	}
-	__sync_fetch_and_add(&v->count, count);
-	__sync_fetch_and_add(&v->ns, ns);
+	/* Only non-zero adds: clang turns an atomic add of a constant 0 into an atomic or
+	 * (BPF_ATOMIC, 5.12+), which would keep the whole program off older kernels. */
+	if (count)
+		__sync_fetch_and_add(&v->count, count);
+	if (ns)
+		__sync_fetch_and_add(&v->ns, ns);
 }
 
 /* True when running on an interrupt stack (hard irq, or a softirq run at irq exit), where
@@ -325,7 +367,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			if (s->switch_ins < 16 || (s->switch_ins & 63) == 0)
 				read_comm(s->comm, next);
 			s->switch_ins++;
-			if (cpu < PLATOON_MAX_CPUS)
+			if (cpu < targ_cpu_slots)
 				HIST_INC(s->cpu_switch_ins, cpu, PLATOON_MAX_CPUS);
 			else
 				s->cpu_overflow++;
@@ -353,18 +395,27 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	return 0;
 }
 
-SEC("tp_btf/sched_switch")
-int BPF_PROG(switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+/* prev_state: the 4th tracepoint argument where it exists (see targ_switch_state_arg), read
+ * only then; otherwise prev's state now, which differs only for a block that a pending signal
+ * cancelled (state already back to running: booked involuntary, the kernel books voluntary). */
+static __always_inline unsigned int switch_prev_state(bool btf, unsigned long long *ctx,
+						      struct task_struct *prev)
 {
-	return on_switch(true, preempt, prev, next, prev_state);
+	if (targ_switch_state_arg)
+		return (unsigned int)ctx[3];
+	return task_state_fast(btf, prev);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(true, preempt, prev, next, switch_prev_state(true, ctx, prev));
 }
 
 SEC("raw_tp/sched_switch")
-int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next,
-	     unsigned int prev_state)
+int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(false, preempt, prev, next, prev_state);
+	return on_switch(false, preempt, prev, next, switch_prev_state(false, ctx, prev));
 }
 
 /* ---- wakeups ----
@@ -546,6 +597,8 @@ static __always_inline int on_exit(bool btf, struct task_struct *p)
 		s->epoll_enter_ns = 0;
 		s->last_seen_ns = now;
 		s->exited = 1;
+	} else if (!s) {
+		bpf_map_delete_elem(&untracked, &tid);  /* its tid may come back as a new thread */
 	}
 	if (BPF_CORE_READ(p, signal, live.counter) == 0)
 		drop_target(tgid);
@@ -632,17 +685,30 @@ int BPF_PROG(exec_raw, struct task_struct *p)
 	return 0;
 }
 
+/* fork: with targ_follow_forks a new process (not a thread: CLONE_THREAD keeps the tgid)
+ * whose parent is a target becomes one, before its first wakeup (wake_up_new_task follows this
+ * tracepoint), so nothing of its life is missed. */
+static __always_inline void on_fork(bool btf, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 child_tgid = TASK_FIELD(btf, child, tgid);
+
+	if (targ_follow_forks && TASK_FIELD(btf, child, pid) == child_tgid &&
+	    is_target(TASK_FIELD(btf, parent, tgid)))
+		add_target(child_tgid);
+	add_target_if_match(child);
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(fork_btf, struct task_struct *parent, struct task_struct *child)
 {
-	add_target_if_match(child);
+	on_fork(true, parent, child);
 	return 0;
 }
 
 SEC("raw_tp/sched_process_fork")
 int BPF_PROG(fork_raw, struct task_struct *parent, struct task_struct *child)
 {
-	add_target_if_match(child);
+	on_fork(false, parent, child);
 	return 0;
 }
 
@@ -824,7 +890,7 @@ int seed_threads(struct bpf_iter__task *ctx)
 	err = bpf_map_update_elem(&stats, &tid, &zero_stats, BPF_NOEXIST);
 	if (err) {
 		if (err != -EEXIST)
-			count_drop(PLATOON_DROP_THREADS);
+			count_untracked(tid);
 		return 0;   /* EEXIST: a hook got there first and knows better */
 	}
 	s = bpf_map_lookup_elem(&stats, &tid);

@@ -6,7 +6,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
 #include <memory>
 
 namespace platoon::bpf {
@@ -68,6 +71,37 @@ std::vector<pid_t> pids_with_comm(const std::string& comm) {
     const long pid = std::strtol(d->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
     if (read_first_line("/proc/" + std::string(d->d_name) + "/comm") == comm) out.push_back(static_cast<pid_t>(pid));
+  }
+  return out;
+}
+
+std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots) {
+  std::multimap<pid_t, pid_t> children;  // ppid -> pid
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir("/proc"), closedir);
+  if (!dir) return {};
+  while (const dirent* d = readdir(dir.get())) {
+    char* end = nullptr;
+    const long pid = std::strtol(d->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    // "pid (comm) state ppid ...": the comm may hold anything, so parse after the last ')'.
+    const std::string stat = read_first_line("/proc/" + std::string(d->d_name) + "/stat");
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 4 >= stat.size()) continue;
+    const long ppid = std::strtol(stat.c_str() + paren + 4, nullptr, 10);
+    if (ppid > 0) children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(pid));
+  }
+  std::vector<pid_t> out;
+  std::set<pid_t> seen(roots.begin(), roots.end());
+  std::vector<pid_t> todo(roots.begin(), roots.end());
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    auto [lo, hi] = children.equal_range(p);
+    for (auto it = lo; it != hi; ++it)
+      if (seen.insert(it->second).second) {
+        out.push_back(it->second);
+        todo.push_back(it->second);
+      }
   }
   return out;
 }

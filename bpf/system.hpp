@@ -20,5 +20,8 @@ std::string thread_comm(pid_t pid, pid_t tid);   // /proc/PID/task/TID/comm
 std::string exe_path(pid_t pid);                 // readlink /proc/PID/exe, "" if unknown
 // Processes (tgids) whose /proc/PID/comm equals `comm` (already truncated to 15 chars).
 std::vector<pid_t> pids_with_comm(const std::string& comm);
+// Every live process descended from one of `roots` (children, their children, ...), from the
+// parent pid in /proc/PID/stat (/proc/PID/task/TID/children needs CONFIG_PROC_CHILDREN).
+std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots);
 
 }  // namespace platoon::bpf

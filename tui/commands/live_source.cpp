@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "bpf/collector.hpp"
@@ -13,10 +14,9 @@ namespace {
 
 class BpfSource final : public LiveSource {
  public:
-  BpfSource(std::unique_ptr<bpf::Collector> c, bool by_comm) : c_(std::move(c)), by_comm_(by_comm) {}
-  void refresh() override {
-    if (by_comm_) c_->rescan_comm();
-  }
+  explicit BpfSource(std::unique_ptr<bpf::Collector> c) : c_(std::move(c)) {}
+  // rescan --comm, adopt forked children (their runtime probes), age idle pairs.
+  void refresh() override { c_->refresh(); }
   model::Snapshot snapshot() override { return c_->snapshot(); }
   int poll_events(int timeout_ms, const EventSink& sink) override {
     const int n = c_->poll_events(timeout_ms, sink);
@@ -42,12 +42,11 @@ class BpfSource final : public LiveSource {
 
  private:
   std::unique_ptr<bpf::Collector> c_;
-  bool by_comm_;
 };
 
 class ProcfsSource final : public LiveSource {
  public:
-  explicit ProcfsSource(model::ProcfsSampler s) : s_(std::move(s)) {}
+  explicit ProcfsSource(model::ProcfsSampler s, std::string reason = {}) : s_(std::move(s)), reason_(std::move(reason)) {}
   model::Snapshot snapshot() override { return s_.sample(); }
   int poll_events(int timeout_ms, const EventSink&) override {
     std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
@@ -58,21 +57,36 @@ class ProcfsSource final : public LiveSource {
   std::vector<std::string> notes() const override {
     std::string lacks;
     for (const auto& f : model::missing_fields(model::kFieldsProcfs)) lacks += (lacks.empty() ? "" : ", ") + f;
-    return {"source: procfs (lacks: " + lacks + ")"};
+    std::vector<std::string> out{"source: procfs (lacks: " + lacks + ")"};
+    if (!reason_.empty()) out.push_back(reason_);
+    return out;
   }
 
  private:
   model::ProcfsSampler s_;
+  std::string reason_;   // why BPF was not used, when it was tried
 };
 
 std::unique_ptr<LiveSource> open_procfs(const LiveOptions& opt, const std::vector<pid_t>& pids,
-                                        std::string& error) {
+                                        std::string& error, std::string reason = {}) {
   model::ProcfsTarget t;
   for (pid_t p : pids) t.pids.push_back(static_cast<uint32_t>(p));
   t.comm = opt.target.comm;
+  t.follow_forks = opt.follows_forks();
   auto s = model::ProcfsSampler::open(t, &error);
   if (!s) return nullptr;
-  return std::make_unique<ProcfsSource>(std::move(*s));
+  return std::make_unique<ProcfsSource>(std::move(*s), std::move(reason));
+}
+
+// Hidden knobs for tests until the CLI has flags for them: PLATOON_THREADS_MAX,
+// PLATOON_PAIRS_MAX (map entries) and PLATOON_PAIR_IDLE_S.
+template <typename T>
+void env_knob(const char* name, T& out) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return;
+  char* end = nullptr;
+  const double d = std::strtod(v, &end);
+  if (end && *end == '\0' && d >= 0) out = static_cast<T>(d);
 }
 
 }  // namespace
@@ -88,11 +102,15 @@ std::unique_ptr<LiveSource> LiveSource::open(const LiveOptions& opt, const std::
   co.verbose = opt.verbose;
   co.force_raw_tp = opt.raw_tp;
   co.attach_usdt = opt.usdt;
+  co.follow_forks = opt.follows_forks();
+  env_knob("PLATOON_THREADS_MAX", co.threads_max);
+  env_knob("PLATOON_PAIRS_MAX", co.pairs_max);
+  env_knob("PLATOON_PAIR_IDLE_S", co.pair_idle_s);
   bpf::OpenError kind = bpf::OpenError::none;
   std::string message;
   auto c = bpf::Collector::open(co, &kind, &message);
   if (c) {
-    auto src = std::make_unique<BpfSource>(std::move(c), !opt.target.comm.empty());
+    auto src = std::make_unique<BpfSource>(std::move(c));
     src->events_ = record_events;
     return src;
   }
@@ -103,6 +121,11 @@ std::unique_ptr<LiveSource> LiveSource::open(const LiveOptions& opt, const std::
                ? "BPF needs root or CAP_BPF+CAP_PERFMON (run as root for every table); sampling /proc instead (source: procfs)"
                : message.substr(0, message.find(':')) + "; sampling /proc instead (source: procfs)";
     return open_procfs(opt, pids, error);
+  }
+  // A kernel too old (or too locked down) for the programs: the message is libbpf's reason.
+  if (kind == bpf::OpenError::unsupported) {
+    note = message + "; sampling /proc instead (source: procfs)";
+    return open_procfs(opt, pids, error, "bpf: " + message);
   }
   error = message;
   return nullptr;

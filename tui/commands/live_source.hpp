@@ -26,8 +26,9 @@ class LiveSource {
                                           bool record_events, std::string& error, std::string& note);
 
   virtual model::Snapshot snapshot() = 0;
-  // Once per interval: with --comm, pick up matching processes the kernel's exec hook found
-  // (or missed) so that their runtime probes get attached too.
+  // Once per interval: with --comm or following forks, pick up the processes the kernel's
+  // exec/fork hooks added (or missed) so that their runtime probes get attached too; BPF also
+  // ages idle preemptor/waker pairs out of its map here. (procfs rescans in snapshot().)
   virtual void refresh() {}
   // Waits up to timeout_ms for raw event records (BPF) and hands each to sink; procfs just waits.
   virtual int poll_events(int timeout_ms, const EventSink& sink) = 0;

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstdio>
 #include <memory>
+#include <unordered_map>
 
 namespace platoon::model {
 
@@ -217,12 +218,13 @@ std::optional<ProcfsSampler> ProcfsSampler::open(const ProcfsTarget& target, std
   }
   std::sort(pids.begin(), pids.end());
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
-  return ProcfsSampler(std::move(pids), target.comm, std::move(proc_root));
+  return ProcfsSampler(std::move(pids), target.comm, std::move(proc_root), target.follow_forks);
 }
 
-ProcfsSampler::ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::string proc_root)
+ProcfsSampler::ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::string proc_root, bool follow_forks)
     : fixed_pids_(std::move(pids)),
       comm_(std::move(comm)),
+      follow_forks_(follow_forks),
       proc_root_(std::move(proc_root)),
       pids_(fixed_pids_),
       ns_per_tick_(1'000'000'000u / static_cast<uint64_t>(std::max(1L, sysconf(_SC_CLK_TCK)))) {
@@ -249,6 +251,57 @@ void ProcfsSampler::rescan_comm() {
     if (comm != comm_) continue;
     if (auto pid = parse_uint<uint32_t>(e->d_name)) pids_.push_back(*pid);
   }
+  std::sort(pids_.begin(), pids_.end());
+  pids_.erase(std::unique(pids_.begin(), pids_.end()), pids_.end());
+}
+
+// Adds to pids_ every live descendant of what is in it: one pass over /proc/*/stat for the
+// parent pids (/proc/PID/task/TID/children needs CONFIG_PROC_CHILDREN), about what the comm
+// rescan costs. A child whose parent exited was reparented and is found no more: the pids that
+// were followed once are kept in pids_ as long as they live, through followed_.
+void ProcfsSampler::rescan_children() {
+  if (!follow_forks_) return;
+  Dir proc(opendir(proc_root_.c_str()));
+  if (!proc) return;
+  const int fd = dirfd(proc.get());
+  std::unordered_multimap<uint32_t, uint32_t> children;  // ppid -> pid
+  std::vector<uint32_t> alive;
+  while (dirent* e = readdir(proc.get())) {
+    if (!all_digits(e->d_name)) continue;
+    char path[300], buf[1024];
+    snprintf(path, sizeof path, "%s/stat", e->d_name);
+    std::string_view stat = read_at(fd, path, buf, sizeof buf);
+    const size_t paren = stat.rfind(')');
+    auto pid = parse_uint<uint32_t>(e->d_name);
+    if (!pid || paren == std::string_view::npos || paren + 4 >= stat.size()) continue;
+    alive.push_back(*pid);
+    std::string_view rest = stat.substr(paren + 4);  // ") S " then the ppid
+    if (auto ppid = parse_uint<uint32_t>(rest.substr(0, rest.find(' ')))) children.emplace(*ppid, *pid);
+  }
+  std::sort(alive.begin(), alive.end());
+  std::vector<uint32_t> followed;
+  for (uint32_t p : followed_)
+    if (std::binary_search(alive.begin(), alive.end(), p)) followed.push_back(p);
+  std::vector<uint32_t> todo = pids_;
+  todo.insert(todo.end(), followed.begin(), followed.end());
+  std::vector<uint32_t> seen = todo;
+  std::sort(seen.begin(), seen.end());
+  while (!todo.empty()) {
+    const uint32_t p = todo.back();
+    todo.pop_back();
+    auto [lo, hi] = children.equal_range(p);
+    for (auto it = lo; it != hi; ++it) {
+      auto at = std::lower_bound(seen.begin(), seen.end(), it->second);
+      if (at != seen.end() && *at == it->second) continue;
+      seen.insert(at, it->second);
+      followed.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  std::sort(followed.begin(), followed.end());
+  followed.erase(std::unique(followed.begin(), followed.end()), followed.end());
+  followed_ = followed;
+  pids_.insert(pids_.end(), followed.begin(), followed.end());
   std::sort(pids_.begin(), pids_.end());
   pids_.erase(std::unique(pids_.begin(), pids_.end()), pids_.end());
 }
@@ -367,6 +420,7 @@ Snapshot ProcfsSampler::sample() {
   s.threads.reserve(tasks_.size() + 16);  // ThreadSample is ~1.4 KB: no regrowth copies
   const uint64_t t0 = boottime_ns();
   rescan_comm();
+  rescan_children();
   for (uint32_t pid : pids_) read_process(pid, s);
   const uint64_t t1 = boottime_ns();
   // The reads are spread over [t0, t1]; the midpoint is the best single instant for all of them.

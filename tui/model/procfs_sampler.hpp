@@ -36,6 +36,9 @@ class Fd;
 struct ProcfsTarget {
   std::vector<uint32_t> pids;  // processes (a tid given here is turned into its process)
   std::string comm;            // and every process whose /proc/PID/comm matches, re-scanned each sample
+  // and every descendant of those (by the parent pid in /proc/PID/stat), re-scanned each sample:
+  // a child that forks and exits between two samples is not seen.
+  bool follow_forks = false;
 };
 
 class ProcfsSampler {
@@ -61,8 +64,9 @@ class ProcfsSampler {
   };
   using TaskPtr = std::unique_ptr<Task, TaskDeleter>;
 
-  ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::string proc_root);
+  ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::string proc_root, bool follow_forks = false);
   void rescan_comm();
+  void rescan_children();
   void read_process(uint32_t pid, Snapshot& out);
   bool read_task(int task_dirfd, const char* tid_name, uint32_t pid, Task& task);
   std::string_view read_file(procfs_io::Fd& fd, int task_dirfd, const char* tid_name, const char* name,
@@ -71,8 +75,10 @@ class ProcfsSampler {
 
   std::vector<uint32_t> fixed_pids_;
   std::string comm_;
+  bool follow_forks_ = false;
   std::string proc_root_;
   std::vector<uint32_t> pids_;
+  std::vector<uint32_t> followed_;   // descendants found so far (follow_forks), sorted
   uint64_t ns_per_tick_;
   uint64_t round_ = 0;
   size_t fd_budget_;          // descriptors kept open, bounded by RLIMIT_NOFILE

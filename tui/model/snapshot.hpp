@@ -56,6 +56,7 @@ struct ThreadSample {
   uint64_t runq_max_ns = 0;
   std::array<uint64_t, kRunqSlots> runq_hist{};
   std::vector<uint64_t> cpu_switch_ins;  // index = CPU; may be shorter than the CPU count
+  uint64_t cpu_overflow = 0;            // switch-ins on CPUs without a slot (>= kMaxCpus)
 
   uint64_t io_cycles = 0;
   uint64_t io_events = 0;

@@ -1,0 +1,42 @@
+// What the running kernel offers the programs in bpf/platoon.bpf.c, probed once per
+// Collector::open, so that a missing feature drops what depends on it (and says so) instead of
+// making the whole program set fail to load. Minimum kernels (mainline):
+//
+//   boot_clock        bpf_ktime_get_boot_ns, every program's clock        5.8   (else: procfs)
+//   tp_btf            BTF-typed tracepoints (btf_trace_* in vmlinux BTF)   5.5   (else: raw_tp, 4.17)
+//   task_iter         iter/task, the attach-time walk that seeds threads   5.8   (else: threads appear at their first event)
+//   ringbuf           BPF ring buffer, raw events while recording          5.8   (else: aggregates only)
+//   switch_state_arg  sched_switch's prev_state argument                   5.18  (else: prev's state at the tracepoint)
+//
+// Probes read the kernel's BTF (type names) or ask libbpf (libbpf_probe_bpf_*), never the
+// kernel version: backports and configs make versions lie.
+//
+// PLATOON_INJECT_LOAD_FAIL=name[,name...] simulates a kernel without them, for tests:
+// boot_clock, task_iter, ringbuf and switch_state_arg make the probe answer "missing"; tp_btf
+// and raw_tp make that program set fail to load (-EINVAL, as a kernel without BPF trampolines
+// or with an older verifier answers), usdt makes the runtime probes fail to load, and epoll
+// hides the syscall tracepoints.
+#pragma once
+
+#include <set>
+#include <string>
+
+namespace platoon::bpf {
+
+struct Injected {
+  std::set<std::string> names;
+  bool has(const char* name) const { return names.count(name) != 0; }
+};
+// From the environment; empty when PLATOON_INJECT_LOAD_FAIL is unset.
+Injected injected_failures();
+
+struct KernelFeatures {
+  bool boot_clock = true;
+  bool tp_btf = true;
+  bool task_iter = true;
+  bool ringbuf = true;
+  bool switch_state_arg = true;
+};
+KernelFeatures probe_features(const Injected& inject);
+
+}  // namespace platoon::bpf

@@ -1,0 +1,163 @@
+// Older kernels (issue 12, defect 8): the programs hold no instruction a pre-5.12 verifier
+// rejects, and each feature the kernel may lack is dropped (and named) rather than failing the
+// whole load. Missing features are simulated with PLATOON_INJECT_LOAD_FAIL (bpf/features.hpp).
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "platoon.skel.h"
+#include "tests/bpf/fixture.hpp"
+
+namespace platoon::bpf::testing {
+namespace {
+
+using namespace platoon::testing;
+
+class KernelFeaturesTest : public BpfTest {
+ protected:
+  std::unique_ptr<Collector> open_injected(const char* inject, CollectorOptions o = {}) {
+    setenv("PLATOON_INJECT_LOAD_FAIL", inject, 1);
+    auto c = open(o);
+    unsetenv("PLATOON_INJECT_LOAD_FAIL");
+    if (c)
+      for (const auto& n : c->notes()) std::printf("  note: %s\n", n.c_str());
+    return c;
+  }
+  static bool has_note(const Collector& c, const std::string& text) {
+    for (const auto& n : c.notes())
+      if (n.find(text) != std::string::npos) return true;
+    return false;
+  }
+};
+
+// BPF_ATOMIC with an op other than a plain add (or, and, xor, fetch, xchg, cmpxchg) needs 5.12;
+// a program holding one does not load before that, whether or not the code is reachable.
+TEST_F(KernelFeaturesTest, ProgramsUseOnlyAtomicAddsThatEveryKernelAccepts) {
+  size_t size = 0;
+  const void* elf = platoon_bpf__elf_bytes(&size);
+  bpf_object* obj = bpf_object__open_mem(elf, size, nullptr);
+  ASSERT_TRUE(obj);
+  size_t atomics = 0, progs = 0;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, obj) {
+    ++progs;
+    const bpf_insn* insn = bpf_program__insns(prog);
+    for (size_t i = 0; i < bpf_program__insn_cnt(prog); ++i) {
+      const uint8_t code = insn[i].code;
+      if (BPF_CLASS(code) != BPF_STX || BPF_MODE(code) != BPF_ATOMIC) continue;
+      ++atomics;
+      EXPECT_EQ(insn[i].imm, BPF_ADD) << bpf_program__name(prog) << " insn " << i << ": atomic op 0x" << std::hex
+                                      << insn[i].imm;
+    }
+  }
+  std::printf("  %zu programs, %zu atomic instructions, all plain adds\n", progs, atomics);
+  EXPECT_GT(atomics, 0u);
+  bpf_object__close(obj);
+}
+
+TEST_F(KernelFeaturesTest, TpBtfFailingToLoadFallsBackToRawTp) {
+  auto c = open_injected("tp_btf");
+  ASSERT_TRUE(c);
+  EXPECT_STREQ(c->attach_mode(), "raw_tp");
+  EXPECT_TRUE(has_note(*c, "tp_btf: tp_btf programs failed to load"));
+  EXPECT_TRUE(has_note(*c, "using raw_tp"));
+}
+
+TEST_F(KernelFeaturesTest, NoProgramSetLoadingIsUnsupportedWithTheReason) {
+  setenv("PLATOON_INJECT_LOAD_FAIL", "tp_btf,raw_tp", 1);
+  CollectorOptions o;
+  o.pids = {getpid()};
+  OpenError kind = OpenError::none;
+  std::string message;
+  auto c = Collector::open(o, &kind, &message);
+  unsetenv("PLATOON_INJECT_LOAD_FAIL");
+  std::printf("  %s\n", message.c_str());
+  EXPECT_FALSE(c);
+  EXPECT_EQ(kind, OpenError::unsupported);
+  EXPECT_NE(message.find("do not load on this kernel"), std::string::npos);
+  EXPECT_NE(message.find("raw_tp: raw_tp programs failed to load"), std::string::npos);
+  EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+TEST_F(KernelFeaturesTest, NoBootClockIsUnsupported) {
+  setenv("PLATOON_INJECT_LOAD_FAIL", "boot_clock", 1);
+  CollectorOptions o;
+  o.pids = {getpid()};
+  OpenError kind = OpenError::none;
+  std::string message;
+  EXPECT_FALSE(Collector::open(o, &kind, &message));
+  EXPECT_EQ(kind, OpenError::unsupported);
+  EXPECT_NE(message.find("bpf_ktime_get_boot_ns"), std::string::npos);
+}
+
+TEST_F(KernelFeaturesTest, NoRingBufferRecordsAggregatesOnly) {
+  CollectorOptions o;
+  o.record_events = true;
+  auto c = open_injected("ringbuf", o);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(has_note(*c, "events: kernel has no BPF ring buffer"));
+  Worker w([] {
+    for (int i = 0; i < 50; ++i) usleep(500);
+  });
+  w.wait_parked();
+  const model::Snapshot s = c->snapshot();
+  const model::ThreadSample* t = find(s, w.tid());
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->switches_voluntary, static_cast<uint64_t>(read_voluntary(w.tid())));
+  EXPECT_EQ(c->poll_events(0, [](const void*, size_t) {}), 0);
+  EXPECT_EQ(lost(s), 0u);
+}
+
+TEST_F(KernelFeaturesTest, NoTaskIteratorSkipsTheSeedWalk) {
+  auto c = open_injected("task_iter");
+  ASSERT_TRUE(c);
+  EXPECT_STREQ(c->attach_mode(), "tp_btf");
+  EXPECT_TRUE(has_note(*c, "seed: kernel has no task iterator"));
+  for (const auto& t : c->snapshot().threads) EXPECT_NE(t.tid, 0u);
+}
+
+TEST_F(KernelFeaturesTest, NoUsdtOrEpollDropsThoseFields) {
+  auto c = open_injected("usdt,epoll");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->fields() & model::kFieldDrain, 0u);
+  EXPECT_EQ(c->fields() & model::kFieldIo, 0u);
+  EXPECT_EQ(c->snapshot().fields, c->fields());
+  EXPECT_NE(c->fields() & model::kFieldPairs, 0u);
+  auto names = model::missing_fields(c->fields());
+  std::string lacks;
+  for (const auto& n : names) lacks += n + " ";
+  std::printf("  lacks: %s\n", lacks.c_str());
+  EXPECT_EQ(names.size(), 2u);
+}
+
+// Before 5.18 sched_switch has no prev_state: the programs read prev's state instead, and
+// voluntary/involuntary still equal /proc (the one difference, a signal-cancelled block, does
+// not happen here). Both attach modes.
+TEST_F(KernelFeaturesTest, NoSwitchStateArgumentStillCountsSwitchesLikeProc) {
+  for (const char* inject : {"switch_state_arg", "switch_state_arg,tp_btf"}) {
+    auto c = open_injected(inject);
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(has_note(*c, "no prev_state argument"));
+    Worker sleeper([] {
+      for (int i = 0; i < 200; ++i) {
+        usleep(500);
+        spin_until(boot_ns() + 200'000);
+      }
+    });
+    sleeper.wait_parked();
+    const model::Snapshot s = c->snapshot();
+    const model::ThreadSample* t = find(s, sleeper.tid());
+    ASSERT_TRUE(t);
+    std::printf("  %s (%s): voluntary %llu / proc %lld, involuntary %llu / proc %lld\n", inject, c->attach_mode(),
+                (unsigned long long)t->switches_voluntary, read_voluntary(sleeper.tid()),
+                (unsigned long long)t->switches_involuntary, read_nonvoluntary(sleeper.tid()));
+    EXPECT_EQ(t->switches_voluntary, static_cast<uint64_t>(read_voluntary(sleeper.tid())));
+    EXPECT_EQ(t->switches_involuntary, static_cast<uint64_t>(read_nonvoluntary(sleeper.tid())));
+    EXPECT_GE(t->switches_voluntary, 200u);
+  }
+}
+
+}  // namespace
+}  // namespace platoon::bpf::testing
