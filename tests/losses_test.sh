@@ -6,7 +6,7 @@
 #  2. pair aging (defect 7): an exporter with a 500-entry pair map watches a shell whose main
 #     thread is woken by a new child every ~80 ms for 60 s (~700 distinct waker pairs): lost
 #     pairs stay 0 and the kernel map stays under its bound.
-# The small map comes from PLATOON_PAIRS_MAX (tui/commands/live_source.cpp) until a flag exists.
+# The small map comes from --pairs-max.
 set -uo pipefail
 BUILD=${BUILD:-build}
 platoon=$BUILD/bin/platoon
@@ -53,7 +53,7 @@ echo "ok top --replay: $(grep -iE -m1 -o 'lost [0-9]+[^|]*' "$tmp/top.txt")"
 
 # 2. Pair aging under churn.
 bash -c 'while :; do sleep 0.08 & wait; done' & loop=$!; pids+=($loop)
-PLATOON_PAIRS_MAX=500 "$platoon" exporter --pid "$loop" --listen 127.0.0.1:0 2> "$tmp/exp.err" & exp=$!; pids+=($exp)
+"$platoon" exporter --pairs-max 500 --pid "$loop" --listen 127.0.0.1:0 2> "$tmp/exp.err" & exp=$!; pids+=($exp)
 port=$(port_of "$tmp/exp.err"); [ -n "$port" ] || { cat "$tmp/exp.err"; fail "exporter did not start"; }
 map_id=""
 for _ in $(seq 50); do
@@ -64,7 +64,7 @@ mine = [m for m in ms if any(p.get('pid') == $exp for p in m.get('pids', []))] o
 print(mine[0]['id'] if mine else '')")
   [ -n "$map_id" ] && break; sleep 0.1
 done
-[ -n "$map_id" ] || fail "no 500-entry pair map: PLATOON_PAIRS_MAX not applied"
+[ -n "$map_id" ] || fail "no 500-entry pair map: --pairs-max not applied"
 peak=0
 for i in $(seq 12); do
   sleep 5

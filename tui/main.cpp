@@ -19,7 +19,8 @@ int usage_error(const std::string& cmd, const std::string& msg) {
 
 // Target options shared by the live subcommands.
 struct TargetFlags {
-  std::string pids, comm, kill_after;
+  std::string pids, comm, kill_after, pair_idle;
+  uint32_t threads_max = 0, pairs_max = 0;
   bool follow = false, no_follow = false, keep_running = false;
   void add_to(CLI::App* sub) {
     sub->add_option("-p,--pid", pids, "process id(s) to watch, comma separated");
@@ -29,6 +30,10 @@ struct TargetFlags {
     sub->add_option("--kill-after", kill_after,
                     "-- CMD: when platoon stops first, SIGTERM the command's process group, SIGKILL after this (default 2s)");
     sub->add_flag("--keep-running", keep_running, "-- CMD: leave the command running when platoon stops");
+    sub->add_option("--threads-max", threads_max, "BPF thread map entries (default 16384)")->group("Maps");
+    sub->add_option("--pairs-max", pairs_max, "BPF preemptor/waker pair map entries (default 16384)")->group("Maps");
+    sub->add_option("--pair-idle", pair_idle, "age a pair out of the kernel map after this long unchanged (default 10s)")
+        ->group("Maps");
   }
   bool resolve(const std::vector<std::string>& command, LiveOptions& live, std::string& error) const {
     if (!pids.empty() && !parse_pid_list(pids, live.target.pids, error)) return false;
@@ -53,6 +58,17 @@ struct TargetFlags {
       return false;
     }
     live.keep_running = keep_running;
+    if ((threads_max && (threads_max < 8 || threads_max > (1u << 22))) ||
+        (pairs_max && (pairs_max < 8 || pairs_max > (1u << 22)))) {
+      error = "--threads-max and --pairs-max must be 8..4194304";
+      return false;
+    }
+    live.threads_max = threads_max;
+    live.pairs_max = pairs_max;
+    if (!pair_idle.empty() && (!parse_seconds(pair_idle, live.pair_idle_s) || live.pair_idle_s <= 0)) {
+      error = "bad --pair-idle '" + pair_idle + "': give a positive time (10, 500ms, 1m)";
+      return false;
+    }
     return validate_target(live.target, error);
   }
 };

@@ -78,17 +78,6 @@ std::unique_ptr<LiveSource> open_procfs(const LiveOptions& opt, const std::vecto
   return std::make_unique<ProcfsSource>(std::move(*s), std::move(reason));
 }
 
-// Hidden knobs for tests until the CLI has flags for them: PLATOON_THREADS_MAX,
-// PLATOON_PAIRS_MAX (map entries) and PLATOON_PAIR_IDLE_S.
-template <typename T>
-void env_knob(const char* name, T& out) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return;
-  char* end = nullptr;
-  const double d = std::strtod(v, &end);
-  if (end && *end == '\0' && d >= 0) out = static_cast<T>(d);
-}
-
 }  // namespace
 
 std::unique_ptr<LiveSource> LiveSource::open(const LiveOptions& opt, const std::vector<pid_t>& pids,
@@ -103,9 +92,9 @@ std::unique_ptr<LiveSource> LiveSource::open(const LiveOptions& opt, const std::
   co.force_raw_tp = opt.raw_tp;
   co.attach_usdt = opt.usdt;
   co.follow_forks = opt.follows_forks();
-  env_knob("PLATOON_THREADS_MAX", co.threads_max);
-  env_knob("PLATOON_PAIRS_MAX", co.pairs_max);
-  env_knob("PLATOON_PAIR_IDLE_S", co.pair_idle_s);
+  if (opt.threads_max) co.threads_max = opt.threads_max;
+  if (opt.pairs_max) co.pairs_max = opt.pairs_max;
+  if (opt.pair_idle_s > 0) co.pair_idle_s = opt.pair_idle_s;
   bpf::OpenError kind = bpf::OpenError::none;
   std::string message;
   auto c = bpf::Collector::open(co, &kind, &message);
