@@ -68,6 +68,8 @@ bool load_file(const std::string& path, Run& run, std::string& error) {
   if (c->truncated)
     run.warnings.push_back(path + " is truncated (" + in.truncated_reason + "): diagnosing its " +
                            std::to_string(recording.snapshots()) + " complete snapshots");
+  for (const std::string& note : {c->cap_note(), recording.cap_note()})
+    if (!note.empty()) run.warnings.push_back(path + ": " + note);
   return true;
 }
 

@@ -70,6 +70,8 @@ void warn_incomplete(const std::string& path, const model::TraceContents& c) {
                  path.c_str(), static_cast<unsigned long long>(c.truncated_at), c.truncated_reason.c_str());
   else if (!c.complete)
     std::fprintf(stderr, "platoon export: %s was not finished (the recorder did not stop cleanly)\n", path.c_str());
+  if (const std::string note = c.cap_note(); !note.empty())
+    std::fprintf(stderr, "platoon export: %s: %s\n", path.c_str(), note.c_str());
 }
 
 int export_csv(const ExportOptions& opt) {
@@ -97,10 +99,16 @@ void warn_lost(uint64_t lost) {
 
 // Chrome holds the recording in memory: slices are built from switches sorted by time, and the
 // ring buffer does not deliver them strictly in order (perfetto streams, with a reorder buffer).
+// Bounded (kKeep*Bytes in trace_format.hpp): past it the rest is cut and warn_incomplete says so.
 std::optional<model::TraceContents> read_with_events(const ExportOptions& opt, std::string& error) {
-  auto c = model::read_trace(opt.file, &error);
+  model::ReadOptions ro;
+  ro.max_snapshot_bytes = model::kKeepSnapshotBytes;
+  ro.max_event_bytes = model::kKeepEventBytes;
+  auto c = model::read_trace(opt.file, &error, ro);
   if (!c) return std::nullopt;
-  if (c->snapshots.empty()) error = opt.file + ": the recording holds no snapshot";
+  if (c->snapshots.empty())
+    error = opt.file + (c->cut_snapshots ? ": its first snapshot is over chrome export's memory cap (use --format perfetto)"
+                                         : ": the recording holds no snapshot");
   else if (c->event_count == 0 || c->snapshots.front().source == model::Source::procfs)
     error = opt.file + " has no raw events (recorded with --no-events or --procfs): " + opt.format +
             " export needs them";

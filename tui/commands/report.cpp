@@ -36,6 +36,8 @@ std::optional<Loaded> load(const std::string& path, std::string& error) {
                  recording.snapshots());
   else if (!c->complete)
     std::fprintf(stderr, "platoon report: %s was not finished (the recorder did not stop cleanly)\n", path.c_str());
+  for (const std::string& note : {c->cap_note(), recording.cap_note()})
+    if (!note.empty()) std::fprintf(stderr, "platoon report: %s: %s\n", path.c_str(), note.c_str());
   Loaded l{std::move(*c), recording.window(), {}};
   l.header = model::header_for(l.window, path);
   l.header.attach_mode = l.contents.meta.attach_mode;

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "tui/commands/commands.hpp"
 #include "tui/commands/top_loop.hpp"
@@ -40,11 +42,24 @@ int run_top_replay(const TopOptions& opt) {
     std::fprintf(stderr, "platoon top: %s\n", msg.c_str());
     return kExitFailure;
   };
+  // Replay steps both ways, so it holds the snapshots; never the raw events, which it does not
+  // show. The snapshots are bounded (kKeepSnapshotBytes): past it only a prefix is replayed.
+  model::ReadOptions ro;
+  ro.on_event = [](const platoon_event_header&, const void*, size_t) {};
+  ro.max_snapshot_bytes = model::kKeepSnapshotBytes;
   std::string error;
-  auto contents = model::read_trace(opt.replay, &error);
+  auto contents = model::read_trace(opt.replay, &error, ro);
   if (!contents) return fail(error);
   const auto& snaps = contents->snapshots;
-  if (snaps.size() < 2) return fail(opt.replay + " holds fewer than two snapshots: nothing to replay");
+  std::vector<std::string> warnings;
+  if (contents->truncated)
+    warnings.push_back(opt.replay + " is truncated at byte " + std::to_string(contents->truncated_at) + " (" +
+                       contents->truncated_reason + "): replaying what precedes it");
+  if (const std::string note = contents->cap_note(); !note.empty()) warnings.push_back(opt.replay + ": " + note);
+  for (const auto& w : warnings) std::fprintf(stderr, "platoon top: %s\n", w.c_str());
+  if (snaps.size() < 2)
+    return fail(opt.replay + (contents->cut_snapshots ? " holds fewer than two snapshots within the replay's memory cap"
+                                                      : " holds fewer than two snapshots: nothing to replay"));
   const bool batch = opt.batch || !isatty(STDOUT_FILENO);
   install_stop_signals();
 
@@ -60,6 +75,7 @@ int run_top_replay(const TopOptions& opt) {
   st.target = meta.target + " from " + (slash == std::string::npos ? opt.replay : opt.replay.substr(slash + 1));
   st.source_line = std::string(model::to_string(meta.source)) + " (" + meta.attach_mode + ")";
   for (const auto& n : contents->notes) st.notes.push_back(n.text);
+  for (const auto& w : warnings) st.notes.push_back(w);  // stderr is hidden behind the screen
 
   if (batch) {
     long done = 0;

@@ -103,7 +103,7 @@ std::optional<OutputFile> OutputFile::create(const std::string& path, Existing e
   name.push_back('\0');
   UniqueFd fd(::mkostemp(name.data(), O_CLOEXEC));  // O_EXCL, mode 0600
   if (!fd) {
-    if (error) *error = path + ": cannot create a file in " + dir_of(path) + ": " + std::strerror(errno);
+    if (error) *error = "cannot write " + path + ": " + std::strerror(errno) + " (creating a file in " + dir_of(path) + ")";
     return std::nullopt;
   }
   return OutputFile(path, std::string(name.data()), std::move(fd), existing);

@@ -47,6 +47,23 @@ inline constexpr uint32_t kMaxListItems = 1u << 16;           // pids, command w
 // Deflate cannot expand more than ~1032:1; a claimed raw length beyond that is a lie.
 inline constexpr uint64_t kMaxZlibRatio = 1040;
 
+// Caps on what a reader keeps, as opposed to the limits above on what is valid. A body within
+// the limits can still decode to far more memory than it occupies (a thread is ~30 bytes on
+// disk, compressible ~1000:1, and ~1.5 KB in memory), so the reader keeps at most this much and
+// counts what it cut (TraceContents::cap_note); the rest of the file is still read. A real
+// recording stays below every cap: the BPF maps hold PLATOON_MAX_THREADS threads and pairs and
+// PLATOON_MAX_CPUS per-CPU counters.
+inline constexpr uint32_t kKeepThreadsPerSnapshot = 1u << 15;  // 2x PLATOON_MAX_THREADS
+inline constexpr uint32_t kKeepPairsPerSnapshot = 1u << 15;    // 2x PLATOON_MAX_PAIRS
+inline constexpr uint32_t kKeepCpusPerList = 1u << 12;         // CPUs >= 4096 are not kept
+inline constexpr uint32_t kKeepCpuSlotsPerSnapshot = 1u << 21; // per-CPU entries, all lists
+// Consumers that hold a whole recording: RecordingWindow keeps the last sample of at most this
+// many vanished threads (the busiest), and ReadOptions::max_snapshot_bytes / max_event_bytes
+// bound what top --replay and export --format chrome hold in memory.
+inline constexpr size_t kKeepVanishedThreads = 1u << 15;
+inline constexpr uint64_t kKeepSnapshotBytes = 256ull << 20;
+inline constexpr uint64_t kKeepEventBytes = 128ull << 20;
+
 constexpr uint32_t fourcc(char a, char b, char c, char d) {
   return uint32_t(uint8_t(a)) | uint32_t(uint8_t(b)) << 8 | uint32_t(uint8_t(c)) << 16 |
          uint32_t(uint8_t(d)) << 24;

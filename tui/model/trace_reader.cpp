@@ -62,10 +62,16 @@ class ByteReader {
     size_t n = count(N);
     for (size_t i = 0; i < n && ok_; ++i) h[i] = varint();
   }
-  void list(std::vector<uint64_t>& v, size_t max) {
+  // A list of at most `max` varints (the format's limit) of which the first `keep` are kept;
+  // the rest are read and dropped. Returns how many were dropped.
+  size_t list(std::vector<uint64_t>& v, size_t max, size_t keep) {
     size_t n = count(max);
-    v.resize(n);
-    for (size_t i = 0; i < n && ok_; ++i) v[i] = varint();
+    v.resize(std::min(n, keep));
+    for (size_t i = 0; i < n && ok_; ++i) {
+      uint64_t x = varint();
+      if (i < v.size()) v[i] = x;
+    }
+    return n - v.size();
   }
   std::span<const uint8_t> rest() {
     auto r = b_.subspan(pos_);
@@ -105,8 +111,22 @@ bool decode_meta(ByteReader& r, TraceMeta& m) {
   return r.ok();  // trailing bytes: fields a newer minor version appended
 }
 
+// What a snapshot may still keep (the kKeep* caps) and what the caps cut so far.
+struct Keep {
+  size_t cpu_slots = kKeepCpuSlotsPerSnapshot;  // reset per snapshot
+  TraceContents* out = nullptr;                 // cut_* counters
+};
+
+// Per-CPU entries kept: each list is cut at kKeepCpusPerList, and all lists of one snapshot
+// share kKeepCpuSlotsPerSnapshot, so that a small body cannot inflate to gigabytes of counters.
+void cpu_list(ByteReader& r, std::vector<uint64_t>& v, Keep& keep) {
+  const size_t dropped = r.list(v, kMaxCpusInTrace, std::min<size_t>(kKeepCpusPerList, keep.cpu_slots));
+  keep.cpu_slots -= v.size();
+  if (keep.out) keep.out->cut_cpu_slots += dropped;
+}
+
 // Mirrors encode_thread in trace_writer.cpp field by field.
-bool decode_thread(ByteReader& r, ThreadSample& t) {
+bool decode_thread(ByteReader& r, ThreadSample& t, Keep& keep) {
   t.tid = r.varint32();
   t.pid = r.varint32();
   t.comm = r.str();
@@ -124,7 +144,7 @@ bool decode_thread(ByteReader& r, ThreadSample& t) {
   t.wakeups = r.varint();
   t.runq_max_ns = r.varint();
   r.hist(t.runq_hist);
-  r.list(t.cpu_switch_ins, kMaxCpusInTrace);
+  cpu_list(r, t.cpu_switch_ins, keep);
   t.io_cycles = r.varint();
   t.io_events = r.varint();
   t.io_blocked_ns = r.varint();
@@ -154,7 +174,8 @@ bool decode_pair(ByteReader& r, PairSample& p) {
   return r.ok();
 }
 
-bool decode_snapshot(ByteReader& r, Snapshot& s) {
+bool decode_snapshot(ByteReader& r, Snapshot& s, TraceContents& out) {
+  Keep keep{kKeepCpuSlotsPerSnapshot, &out};
   s.ts_ns = r.varint();
   if (!decode_source(r, &s.source)) return false;
   // Bits this version does not know are dropped: a newer minor version may add fields.
@@ -162,13 +183,26 @@ bool decode_snapshot(ByteReader& r, Snapshot& s) {
   s.untracked_threads = r.varint();
   s.lost_pairs = r.varint();
   s.lost_targets = r.varint();
-  r.list(s.lost_events_per_cpu, kMaxCpusInTrace);
+  cpu_list(r, s.lost_events_per_cpu, keep);
+  // Items past a kKeep* cap are still decoded (the body must be valid) into a scratch value
+  // that keeps no per-CPU entries, then dropped.
+  ThreadSample thread_scratch;
+  Keep no_slots{0, nullptr};  // a dropped thread's counters are not counted on their own
   size_t nthreads = r.count(kMaxThreadsPerSnapshot);
-  for (size_t i = 0; i < nthreads && r.ok(); ++i)
-    if (!decode_thread(r, s.threads.emplace_back())) return false;
+  s.threads.reserve(std::min<size_t>(nthreads, kKeepThreadsPerSnapshot));
+  for (size_t i = 0; i < nthreads && r.ok(); ++i) {
+    const bool kept = i < kKeepThreadsPerSnapshot;
+    if (!decode_thread(r, kept ? s.threads.emplace_back() : thread_scratch, kept ? keep : no_slots)) return false;
+    if (!kept) ++out.cut_threads;
+  }
+  PairSample pair_scratch;
   size_t npairs = r.count(kMaxPairsPerSnapshot);
-  for (size_t i = 0; i < npairs && r.ok(); ++i)
-    if (!decode_pair(r, s.pairs.emplace_back())) return false;
+  s.pairs.reserve(std::min<size_t>(npairs, kKeepPairsPerSnapshot));
+  for (size_t i = 0; i < npairs && r.ok(); ++i) {
+    const bool kept = i < kKeepPairsPerSnapshot;
+    if (!decode_pair(r, kept ? s.pairs.emplace_back() : pair_scratch)) return false;
+    if (!kept) ++out.cut_pairs;
+  }
   if (!r.ok()) return false;
   // The model promises threads sorted by tid; consumers binary-search on it.
   auto by_tid = [](const ThreadSample& a, const ThreadSample& b) { return a.tid < b.tid; };
@@ -293,6 +327,8 @@ bool take_events(std::span<const uint8_t> body, const ReadOptions& options, Trac
   if (!valid || used != records.size() || seen != count) return false;
   if (options.on_event)
     for_each_event(records, options.on_event);
+  else if (options.max_event_bytes && records.size() > options.max_event_bytes - std::min<uint64_t>(options.max_event_bytes, out.events.size()))
+    out.cut_events += count;
   else
     out.events.insert(out.events.end(), records.begin(), records.end());
   out.event_count += count;
@@ -300,17 +336,22 @@ bool take_events(std::span<const uint8_t> body, const ReadOptions& options, Trac
 }
 
 // Applies one data chunk to `out`; false if its body does not decode.
-bool take_chunk(const Chunk& c, const ReadOptions& options, TraceContents& out) {
+bool take_chunk(const Chunk& c, const ReadOptions& options, TraceContents& out, uint64_t& kept_snapshot_bytes) {
   ByteReader r(c.body);
   switch (c.type) {
     case ChunkType::snapshot: {
       Snapshot s;
-      if (!decode_snapshot(r, s)) return false;
+      if (!decode_snapshot(r, s, out)) return false;
       ++out.snapshot_count;
-      if (options.on_snapshot)
+      const uint64_t bytes = options.max_snapshot_bytes ? snapshot_bytes(s) : 0;
+      if (options.on_snapshot) {
         options.on_snapshot(std::move(s));
-      else
+      } else if (options.max_snapshot_bytes && (out.cut_snapshots || bytes > options.max_snapshot_bytes - kept_snapshot_bytes)) {
+        ++out.cut_snapshots;  // keep a prefix: a gap in the middle would fake one long interval
+      } else {
+        kept_snapshot_bytes += bytes;
         out.snapshots.push_back(std::move(s));
+      }
       return true;
     }
     case ChunkType::events:
@@ -357,6 +398,7 @@ std::optional<TraceContents> parse(Input& in, const ReadOptions& options, std::s
                 std::to_string(kTraceMajorVersion) + ")");
 
   std::vector<uint8_t> raw, inflated;
+  uint64_t kept_snapshot_bytes = 0;
   uint64_t off = kTraceHeaderBytes;
   auto meta = next_chunk(in, off, options.verify_crc, raw, inflated, &why);
   if (meta && meta->type != ChunkType::meta) why = "first chunk is not META";
@@ -369,7 +411,7 @@ std::optional<TraceContents> parse(Input& in, const ReadOptions& options, std::s
 
   while (off < size) {
     auto c = next_chunk(in, off, options.verify_crc, raw, inflated, &why);
-    if (c && !take_chunk(*c, options, out)) why = "malformed chunk";
+    if (c && !take_chunk(*c, options, out, kept_snapshot_bytes)) why = "malformed chunk";
     if (!why.empty()) {
       out.truncated = true;
       out.truncated_at = off;
@@ -383,6 +425,30 @@ std::optional<TraceContents> parse(Input& in, const ReadOptions& options, std::s
 }
 
 }  // namespace
+
+uint64_t snapshot_bytes(const Snapshot& s) {
+  uint64_t n = sizeof(Snapshot) + s.threads.capacity() * sizeof(ThreadSample) +
+               s.pairs.capacity() * sizeof(PairSample) + s.lost_events_per_cpu.capacity() * sizeof(uint64_t);
+  for (const auto& t : s.threads) n += t.cpu_switch_ins.capacity() * sizeof(uint64_t) + t.comm.capacity();
+  for (const auto& p : s.pairs) n += p.other_comm.capacity();
+  return n;
+}
+
+std::string TraceContents::cap_note() const {
+  std::string parts;
+  auto add = [&](uint64_t n, const char* what) {
+    if (n == 0) return;
+    parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(cut_threads, "threads");
+  add(cut_pairs, "pairs");
+  add(cut_cpu_slots, "per-CPU counters");
+  add(cut_snapshots, "snapshots");
+  add(cut_events, "events");
+  if (parts.empty()) return {};
+  return "the reader's memory caps (TRACE-FORMAT.md, \"Reader caps\") dropped " + parts +
+         ": figures that depend on them are incomplete";
+}
 
 bool for_each_event(std::span<const uint8_t> records, const EventFn& fn) {
   size_t off = 0;

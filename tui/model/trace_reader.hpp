@@ -40,6 +40,15 @@ struct TraceContents {
   uint64_t snapshot_count = 0;     // snapshots read (also when delivered to ReadOptions::on_snapshot)
   uint64_t event_count = 0;         // records read (also when delivered to ReadOptions::on_event)
   uint64_t skipped_chunks = 0;      // unknown chunk types (a newer minor version), skipped
+  // What the reader's caps (kKeep* in trace_format.hpp, ReadOptions::max_*) cut: decoded and
+  // dropped, so the counts stay right but these items are missing. All zero for a real recording.
+  uint64_t cut_threads = 0;         // threads beyond kKeepThreadsPerSnapshot in a snapshot
+  uint64_t cut_pairs = 0;           // pairs beyond kKeepPairsPerSnapshot
+  uint64_t cut_cpu_slots = 0;       // per-CPU entries beyond kKeepCpusPerList / kKeepCpuSlotsPerSnapshot
+  uint64_t cut_snapshots = 0;       // snapshots not kept: ReadOptions::max_snapshot_bytes reached
+  uint64_t cut_events = 0;          // event records not kept: ReadOptions::max_event_bytes reached
+  // One line saying what was cut ("" when nothing was), for consumers to print like `truncated`.
+  std::string cap_note() const;
   // All event records end to end, in the order the ring buffer delivered them (nearly, not
   // strictly, timestamp order). Each is validated: known type, exactly event_record_size(type)
   // bytes. Empty when ReadOptions::on_event took them. Iterate with for_each_event.
@@ -60,7 +69,15 @@ struct ReadOptions {
   // Checksums are always checked in normal use. The fuzzer turns this off so that mutated
   // payloads reach the decoders instead of stopping at the CRC.
   bool verify_crc = true;
+  // Bounds on what is kept in TraceContents::snapshots / events (not on what is delivered to
+  // on_snapshot / on_event): past them the rest is read, validated, counted in cut_* and dropped.
+  // 0 = no bound; top --replay and chrome export pass kKeepSnapshotBytes / kKeepEventBytes.
+  uint64_t max_snapshot_bytes = 0;  // estimated in-memory size (snapshot_bytes)
+  uint64_t max_event_bytes = 0;
 };
+
+// Estimated memory a decoded snapshot occupies (what max_snapshot_bytes counts).
+uint64_t snapshot_bytes(const Snapshot& s);
 
 std::optional<TraceContents> read_trace(const std::string& path, std::string* error,
                                         const ReadOptions& options = {});

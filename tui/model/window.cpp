@@ -1,5 +1,7 @@
 #include "tui/model/window.hpp"
 
+#include "tui/model/trace_format.hpp"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -259,6 +261,18 @@ Window make_window(std::span<const Snapshot> recording) {
   return build(recording.front(), recording.back(), ends);
 }
 
+namespace {
+
+uint64_t busy_of(const ThreadSample& t) { return t.run_ns + t.wait_ns; }
+
+// Heap order for the vanished threads: the front is the first to drop (least busy, then oldest).
+template <class V>
+bool drops_before(const V& a, const V& b) {
+  return std::make_pair(busy_of(a.sample), a.seq) > std::make_pair(busy_of(b.sample), b.seq);
+}
+
+}  // namespace
+
 void RecordingWindow::add(Snapshot s) {
   if (count_++ == 0) {
     first_ = s;
@@ -266,38 +280,63 @@ void RecordingWindow::add(Snapshot s) {
     return;
   }
   // Threads of the previous snapshot missing from this one: keep their last sample and pairs.
+  // Pairs are indexed by tid once: a thread × pair scan is quadratic in a big snapshot.
   std::set<ThreadKey> present;
   for (const auto& t : s.threads) present.insert(key_of(t));
-  for (const auto& t : last_.threads) {
+  std::unordered_map<uint32_t, std::vector<const PairSample*>> pairs_by_tid;
+  for (const auto& t : last_.threads)
+    if (!present.count(key_of(t))) pairs_by_tid.try_emplace(t.tid);
+  for (const auto& p : last_.pairs)
+    if (auto it = pairs_by_tid.find(p.tid); it != pairs_by_tid.end()) it->second.push_back(&p);
+  auto order = [](const Vanished& a, const Vanished& b) { return drops_before(a, b); };
+  for (auto& t : last_.threads) {
     if (present.count(key_of(t))) continue;
-    Vanished v{t, {}};
-    for (const auto& p : last_.pairs)
-      if (p.tid == t.tid) v.pairs.push_back(p);
+    Vanished v{std::move(t), {}, seq_++};  // last_ is replaced below: its samples can move
+    for (const PairSample* p : pairs_by_tid[v.sample.tid]) v.pairs.push_back(*p);
     vanished_.push_back(std::move(v));
+    if (vanished_.size() <= kKeepVanishedThreads) {
+      if (vanished_.size() == kKeepVanishedThreads) std::make_heap(vanished_.begin(), vanished_.end(), order);
+      continue;
+    }
+    std::push_heap(vanished_.begin(), vanished_.end(), order);
+    std::pop_heap(vanished_.begin(), vanished_.end(), order);
+    vanished_.pop_back();
+    ++dropped_;
   }
   last_ = std::move(s);
+}
+
+std::string RecordingWindow::cap_note() const {
+  if (dropped_ == 0) return {};
+  return "more than " + std::to_string(kKeepVanishedThreads) + " threads came and went: the " +
+         std::to_string(dropped_) + " least busy of them are left out of the tables and totals";
 }
 
 Window RecordingWindow::window() const {
   if (count_ == 0) return {};
   if (count_ == 1) return make_window(first_, last_);
   // The end is the latest snapshot plus every vanished thread as it was last seen, marked
-  // exited, which is what make_window(span) books for them.
-  Snapshot end = last_;
-  std::set<ThreadKey> present;
-  for (const auto& t : end.threads) present.insert(key_of(t));
-  for (const auto& v : vanished_) {
-    if (!present.insert(key_of(v.sample)).second) continue;
-    end.threads.push_back(v.sample);
-    end.threads.back().exited = true;
-    // A vanished thread's pairs are kept only if no live thread now holds its tid.
-    bool tid_live = false;
-    for (const auto& t : last_.threads) tid_live |= t.tid == v.sample.tid;
-    if (!tid_live) end.pairs.insert(end.pairs.end(), v.pairs.begin(), v.pairs.end());
+  // exited (it does not end in last_), which is what make_window(span) books for them. Nothing
+  // is copied but the vanished threads' pairs.
+  std::map<ThreadKey, End> ends;
+  std::set<uint32_t> live_tids;
+  for (const auto& t : last_.threads) {
+    ends[key_of(t)] = {&t, &last_};
+    live_tids.insert(t.tid);
   }
-  std::sort(end.threads.begin(), end.threads.end(),
-            [](const ThreadSample& a, const ThreadSample& b) { return key_of(a) < key_of(b); });
-  return make_window(first_, end);
+  std::map<ThreadKey, const Vanished*> latest;
+  for (const auto& v : vanished_) {
+    if (ends.count(key_of(v.sample))) continue;
+    auto [it, fresh] = latest.try_emplace(key_of(v.sample), &v);
+    if (!fresh && it->second->seq < v.seq) it->second = &v;
+  }
+  Snapshot gone;  // holds the pairs of the vanished threads
+  for (const auto& [key, v] : latest) {
+    ends[key] = {&v->sample, &gone};
+    // A vanished thread's pairs are kept only if no live thread now holds its tid.
+    if (!live_tids.count(v->sample.tid)) gone.pairs.insert(gone.pairs.end(), v->pairs.begin(), v->pairs.end());
+  }
+  return build(first_, last_, ends);
 }
 
 }  // namespace platoon::model

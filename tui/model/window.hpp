@@ -118,22 +118,33 @@ Window make_window(std::span<const Snapshot> recording);
 
 // The same window as make_window(recording), built one snapshot at a time while keeping only
 // the first snapshot, the latest one and the last sample (and pairs) of each thread that has
-// vanished since: memory grows with threads, not with the recording's length.
+// vanished since: memory grows with threads, not with the recording's length. add() costs
+// O(n log n) in the threads and pairs of the two snapshots involved.
+//
+// A recording of many short-lived threads would still grow without bound, so at most
+// kKeepVanishedThreads (trace_format.hpp) vanished threads are kept: past it the least busy
+// (cumulative run + wait) one is dropped and counted in dropped_threads().
 class RecordingWindow {
  public:
   void add(Snapshot s);
   size_t snapshots() const { return count_; }
+  uint64_t dropped_threads() const { return dropped_; }
+  // One line when threads were dropped ("" otherwise), printed next to the reader's cap_note.
+  std::string cap_note() const;
   Window window() const;
 
  private:
   struct Vanished {
     ThreadSample sample;
     std::vector<PairSample> pairs;
+    uint64_t seq = 0;  // order of vanishing: the latest sample of a key wins, as in make_window
   };
   size_t count_ = 0;
+  uint64_t seq_ = 0;
+  uint64_t dropped_ = 0;
   Snapshot first_;
   Snapshot last_;
-  std::vector<Vanished> vanished_;
+  std::vector<Vanished> vanished_;  // a min-heap by busy time once it is full
 };
 
 }  // namespace platoon::model
