@@ -1,12 +1,47 @@
 #include "server/common/fruits.hpp"
 
 #include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
 namespace platoon::fruits {
+
+namespace {
+// RapidJSON's CrtAllocator hands malloc's null back unchecked and the parser writes through it:
+// when fiber stacks have taken the address space, a request's JSON work would be a SIGSEGV of the
+// whole server. This one throws std::bad_alloc, which costs that request's connection only.
+class ThrowingAllocator {
+ public:
+  static const bool kNeedFree = true;
+  void* Malloc(size_t size) {
+    if (size == 0) return nullptr;  // as CrtAllocator: malloc(0) is implementation-defined
+    return checked(std::malloc(size));
+  }
+  void* Realloc(void* original, size_t, size_t new_size) {
+    if (new_size == 0) {
+      std::free(original);
+      return nullptr;
+    }
+    return checked(std::realloc(original, new_size));  // on failure `original` is still owned by the caller
+  }
+  static void Free(void* p) { std::free(p); }
+
+ private:
+  static void* checked(void* p) {
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+};
+
+using Document = rapidjson::GenericDocument<rapidjson::UTF8<>, rapidjson::MemoryPoolAllocator<ThrowingAllocator>,
+                                            ThrowingAllocator>;
+using Buffer = rapidjson::GenericStringBuffer<rapidjson::UTF8<>, ThrowingAllocator>;
+using Writer = rapidjson::Writer<Buffer, rapidjson::UTF8<>, rapidjson::UTF8<>, ThrowingAllocator>;
+}  // namespace
 
 const std::vector<Fruit>& catalogue() {
   static const std::vector<Fruit> all = {
@@ -36,8 +71,8 @@ const std::string& backend_body() {
 }
 
 std::string compact_json(const std::vector<Fruit>& fruits) {
-  rapidjson::StringBuffer buf;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buf);
+  Buffer buf;
+  Writer w(buf);
   w.StartObject();
   w.Key("fruits");
   w.StartArray();
@@ -57,7 +92,7 @@ std::string compact_json(const std::vector<Fruit>& fruits) {
 }
 
 bool parse(std::string_view body, std::vector<Fruit>& out, std::string& error) {
-  rapidjson::Document doc;
+  Document doc;
   doc.Parse(body.data(), body.size());
   if (doc.HasParseError()) {
     error = std::string("invalid JSON: ") + rapidjson::GetParseError_En(doc.GetParseError());

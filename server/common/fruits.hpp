@@ -20,7 +20,8 @@ const std::vector<Fruit>& catalogue();
 const std::string& backend_body();
 // The compact form the handoff server writes, e.g. {"fruits":[{"name":"Apple",...},...]}.
 std::string compact_json(const std::vector<Fruit>& fruits);
-// Parses a body of the backend's shape. False (and `error`) when it is not one.
+// Parses a body of the backend's shape. False (and `error`) when it is not one. Both this and
+// compact_json throw std::bad_alloc when memory runs out (never write through a null).
 bool parse(std::string_view body, std::vector<Fruit>& out, std::string& error);
 
 }  // namespace platoon::fruits

@@ -21,6 +21,7 @@ struct Config {
   std::chrono::milliseconds request_timeout{10000}; // a started request must arrive in full
   size_t max_header_bytes = 8192;
   size_t max_backend_connections = 1024;            // per pool (carrier), idle or busy
+  size_t max_connections = 0;                       // client connections; 0: derived from the limits
   rt::Options runtime;
 };
 

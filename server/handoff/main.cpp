@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
   app.add_option("--idle-timeout-ms", idle_timeout_ms, "close keep-alive connections idle this long")->check(CLI::Range(1, 86400000))->capture_default_str();
   app.add_option("--request-timeout-ms", request_timeout_ms, "a started request must arrive within this")->check(CLI::Range(1, 86400000))->capture_default_str();
   app.add_option("--backend-connections", cfg.max_backend_connections, "backend connections per carrier (pool mode: in all)")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--max-connections", cfg.max_connections,
+                 "client connections held at once; more are accepted and closed (0: derived from the fd limit and vm.max_map_count)")
+      ->check(CLI::Range(0, 100000000))->capture_default_str();
   app.add_option("--max-header-bytes", cfg.max_header_bytes, "larger request heads get 431")->check(CLI::Range(256, 1 << 20))->capture_default_str();
   app.add_option("--carrier-nice", carrier_nice, "nice value of carriers and workers")->check(CLI::Range(-20, 19));
   app.add_option("--poller-nice", poller_nice, "nice value of the master poller")->check(CLI::Range(-20, 19));
@@ -107,6 +110,7 @@ int main(int argc, char** argv) {
               cfg.passthrough ? " passthrough" : "");
   for (const auto& t : srv.runtime().threads())
     std::printf("THREAD name=%s tid=%d cpu=%d\n", t.name.c_str(), t.tid, t.cpu);
+  std::printf("%s\n", srv.connection_limit().describe().c_str());
   std::printf("listening on %s:%u backend %s:%u\n", cfg.host.c_str(), srv.port(), cfg.backend_host.c_str(),
               cfg.backend_port);
   std::fflush(stdout);

@@ -83,6 +83,13 @@ std::string prometheus_metrics(const rt::Runtime& rt, const ServerCounters& c, i
   scalar(out, "platoon_connections_open", "gauge", "Client connections open.", static_cast<double>(c.connections_open.load()));
   scalar(out, "platoon_connections_accepted_total", "counter", "Client connections accepted.",
          static_cast<double>(c.connections_accepted.load()));
+  scalar(out, "platoon_connections_rejected_total", "counter", "Connections closed at accept: over --max-connections.",
+         static_cast<double>(c.connections_rejected.load()));
+  scalar(out, "platoon_connection_failures_total", "counter",
+         "Connections closed because their fiber got no stack or an exception escaped it.",
+         static_cast<double>(c.connection_failures.total()));
+  scalar(out, "platoon_request_timeouts_total", "counter", "Started requests not complete within the request timeout (408).",
+         static_cast<double>(c.request_timeouts.load()));
   scalar(out, "platoon_backend_connections_open", "gauge", "Connections to the backend, idle or busy.",
          static_cast<double>(backend_connections));
   scalar(out, "platoon_requests_total", "counter", "Requests parsed.", static_cast<double>(c.requests.load()));

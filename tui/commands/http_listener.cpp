@@ -2,17 +2,24 @@
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <utility>
+#include <vector>
 
 namespace platoon::cli {
 namespace {
@@ -21,6 +28,15 @@ namespace {
 constexpr ev_ssize_t kMaxHeaderBytes = 8 * 1024;
 constexpr ev_ssize_t kMaxBodyBytes = 1024;
 constexpr int kConnectionTimeoutS = 10;
+// evhttp's timeout is per read and restarts with every byte, so a client trickling a byte a
+// second would hold its connection for ever: each request must also arrive in full (head and
+// body) within this, counted from the accept or from the previous reply.
+constexpr timeval kRequestDeadline{5, 0};
+// Scrapers are a handful; past this many open connections new ones are closed at once.
+constexpr size_t kMaxConnections = 64;
+// Out of descriptors, accept() fails with the connection still pending, and the listener's
+// level-triggered event would fire again at once: the listener pauses this long instead.
+constexpr timeval kAcceptPause{0, 100 * 1000};
 
 struct EventBaseFree { void operator()(event_base* b) const { event_base_free(b); } };
 struct EvhttpFree { void operator()(evhttp* h) const { evhttp_free(h); } };
@@ -40,16 +56,142 @@ class Fd {
   int fd_;
 };
 
+
+// One accepted connection, tracked to enforce kMaxConnections and kRequestDeadline. evhttp offers
+// no accept hook in libevent 2.1, only one that makes the connection's bufferevent: the tracker
+// starts there, holding a reference on the bufferevent, and one turn of the loop later, when evhttp
+// has made the connection (its callback argument), adopts it with a close callback.
+struct TrackedConnection {
+  HttpListener::Impl* impl = nullptr;
+  bufferevent* bev = nullptr;             // referenced until adopted
+  evhttp_connection* evcon = nullptr;     // once adopted
+  EventPtr timer;                         // adoption first, then the request deadline
+  bool shed = false;                      // over kMaxConnections: close once adopted
+
+  TrackedConnection() = default;
+  TrackedConnection(const TrackedConnection&) = delete;
+  TrackedConnection& operator=(const TrackedConnection&) = delete;
+  ~TrackedConnection() { if (bev) bufferevent_decref(bev); }  // torn down before adoption
+};
+
+// At most one line per `every_s` seconds for a condition that may repeat per connection.
+class RateLimitedNote {
+ public:
+  explicit RateLimitedNote(std::time_t every_s) : every_s_(every_s) {}
+  void note(const char* text) {
+    const std::time_t now = std::time(nullptr);
+    if (now < next_) return;
+    next_ = now + every_s_;
+    std::fprintf(stderr, "platoon exporter: %s\n", text);
+  }
+
+ private:
+  std::time_t every_s_;
+  std::time_t next_ = 0;
+};
+
 }  // namespace
 
 struct HttpListener::Impl {
   std::unique_ptr<event_base, EventBaseFree> base;
-  std::unique_ptr<evhttp, EvhttpFree> http;   // declared after base: freed before it
+  // Declared between base and http: evhttp_free closes connections (their close callbacks find
+  // the trackers still here), the trackers' events go next, the base last.
+  std::vector<std::unique_ptr<TrackedConnection>> connections;
+  std::unique_ptr<evhttp, EvhttpFree> http;
+  RateLimitedNote shed_note{10};
   std::string bound;
   HttpHandler handler;
   std::function<bool()> tick;
   int stop_signal = 0;
+
+  void drop(TrackedConnection* c) {
+    auto it = std::find_if(connections.begin(), connections.end(), [c](const auto& p) { return p.get() == c; });
+    if (it == connections.end()) return;
+    std::swap(*it, connections.back());
+    connections.pop_back();
+  }
+  TrackedConnection* find(const evhttp_connection* evcon) {
+    for (auto& c : connections)
+      if (c->evcon == evcon) return c.get();
+    return nullptr;
+  }
 };
+
+namespace {
+void close_tracked(TrackedConnection* c) {
+  HttpListener::Impl* impl = c->impl;
+  evhttp_connection* evcon = c->evcon;
+  // The tracker goes first and by our hand, so the close callback must not run for it.
+  evhttp_connection_set_closecb(evcon, nullptr, nullptr);
+  impl->drop(c);
+  evhttp_connection_free(evcon);
+}
+
+void on_connection_closed(evhttp_connection*, void* arg) {
+  auto* c = static_cast<TrackedConnection*>(arg);
+  c->impl->drop(c);
+}
+
+void on_connection_timer(evutil_socket_t, short, void* arg) {
+  auto* c = static_cast<TrackedConnection*>(arg);
+  if (c->evcon) {  // the request deadline passed
+    close_tracked(c);
+    return;
+  }
+  // Adoption: evhttp's callback argument on the bufferevent is the connection, or null when
+  // evhttp has already freed (or reset) it, and then our reference is the last one.
+  bufferevent_data_cb r = nullptr, w = nullptr;
+  bufferevent_event_cb e = nullptr;
+  void* cbarg = nullptr;
+  bufferevent_getcb(c->bev, &r, &w, &e, &cbarg);
+  bufferevent* bev = std::exchange(c->bev, nullptr);
+  bufferevent_decref(bev);
+  if (!cbarg) {
+    c->impl->drop(c);
+    return;
+  }
+  c->evcon = static_cast<evhttp_connection*>(cbarg);
+  evhttp_connection_set_closecb(c->evcon, on_connection_closed, c);
+  if (c->shed) {
+    close_tracked(c);
+    return;
+  }
+  event_add(c->timer.get(), &kRequestDeadline);
+}
+
+// evhttp's per-connection bufferevent factory: the one point where each accepted connection shows.
+bufferevent* on_new_connection(event_base* base, void* arg) {
+  auto* impl = static_cast<HttpListener::Impl*>(arg);
+  bufferevent* bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+  if (!bev) return nullptr;  // evhttp tries its own, untracked
+  auto c = std::make_unique<TrackedConnection>();
+  c->impl = impl;
+  c->timer.reset(event_new(base, -1, 0, on_connection_timer, c.get()));
+  if (!c->timer) return bev;
+  c->shed = impl->connections.size() >= kMaxConnections;
+  if (c->shed)
+    impl->shed_note.note(("at the connection cap (" + std::to_string(kMaxConnections) + " open): closing new connections").c_str());
+  bufferevent_incref(bev);
+  c->bev = bev;
+  event_active(c->timer.get(), EV_TIMEOUT, 1);
+  impl->connections.push_back(std::move(c));
+  return bev;
+}
+
+void on_resume_accept(evutil_socket_t, short, void* arg) { evconnlistener_enable(static_cast<evconnlistener*>(arg)); }
+
+// The listener's error callback gets the listener's own argument, which evhttp owns (it is the
+// evhttp): everything here goes through `lev`, and the note is a single process-wide one.
+void on_accept_error(evconnlistener* lev, void*) {
+  static RateLimitedNote note(10);
+  const int err = EVUTIL_SOCKET_ERROR();
+  const std::string text = std::string("accept: ") + std::strerror(err) + "; pausing new connections for 100 ms";
+  note.note(text.c_str());
+  evconnlistener_disable(lev);
+  // A one-shot timer that libevent frees itself once run (or with the base).
+  event_base_once(evconnlistener_get_base(lev), -1, EV_TIMEOUT, on_resume_accept, lev, &kAcceptPause);
+}
+}  // namespace
 
 bool parse_listen_address(const std::string& text, std::string& host, int& port, std::string& error) {
   error = "bad --listen '" + text + "' (HOST:PORT or :PORT)";
@@ -138,11 +280,14 @@ std::unique_ptr<HttpListener> HttpListener::open(const std::string& address, std
   evhttp_set_max_headers_size(impl->http.get(), kMaxHeaderBytes);
   evhttp_set_max_body_size(impl->http.get(), kMaxBodyBytes);
   evhttp_set_allowed_methods(impl->http.get(), EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
-  if (!evhttp_accept_socket_with_handle(impl->http.get(), fd.get())) {
+  evhttp_set_bevcb(impl->http.get(), on_new_connection, impl.get());
+  evhttp_bound_socket* bound = evhttp_accept_socket_with_handle(impl->http.get(), fd.get());
+  if (!bound) {
     error = "cannot listen on " + address + ": " + std::strerror(errno);
     return nullptr;
   }
   fd.release();  // evhttp owns it now and closes it in evhttp_free
+  evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound), on_accept_error);
   return std::unique_ptr<HttpListener>(new HttpListener(std::move(impl)));
 }
 
@@ -161,6 +306,9 @@ void on_request(evhttp_request* req, void* arg) {
   } catch (...) {
     resp = HttpResponse{500, "text/plain; charset=utf-8", "internal error\n"};
   }
+  // The request is in: the next one's deadline starts now (before the reply, which may end the
+  // connection and its tracker).
+  if (TrackedConnection* c = impl->find(evhttp_request_get_connection(req))) event_add(c->timer.get(), &kRequestDeadline);
   evbuffer* body = evbuffer_new();
   if (!body) {
     evhttp_send_error(req, 500, nullptr);
