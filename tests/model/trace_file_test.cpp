@@ -18,6 +18,7 @@
 
 #include "tui/model/trace_reader.hpp"
 #include "tui/model/trace_writer.hpp"
+#include "tui/model/window.hpp"
 
 namespace platoon::model {
 namespace {
@@ -118,6 +119,44 @@ Snapshot sample_snapshot(uint64_t seed, int nthreads = 3) {
   return s;
 }
 
+void expect_same_thread(const ThreadSample& a, const ThreadSample& b);
+
+// Switch-ins on CPUs beyond the kernel's per-thread slots (machines with more CPUs than it
+// has slots) survive the file (minor 1) and show as the "other" share of the distribution.
+TEST(TraceCpuOverflow, SurvivesTheFileAndShowsAsOtherCpus) {
+  Snapshot a = sample_snapshot(0), b = sample_snapshot(0);
+  b.ts_ns += 1'000'000'000;
+  for (auto& t : b.threads) {
+    t.cpu_switch_ins = {30, 10};
+    t.cpu_overflow = t.tid == 4243 ? 60 : 0;
+  }
+  for (auto& t : a.threads) t.cpu_switch_ins = {0, 0};
+  const std::string file = ::testing::TempDir() + "overflow-" + std::to_string(::getpid()) + ".trace";
+  std::string error;
+  {
+    auto w = TraceWriter::create(file, TraceMeta{}, &error);
+    ASSERT_TRUE(w) << error;
+    ASSERT_TRUE(w->write_snapshot(a));
+    ASSERT_TRUE(w->write_snapshot(b));
+    ASSERT_TRUE(w->finish("done"));
+  }
+  auto c = read_trace(file, &error);
+  ::unlink(file.c_str());
+  ASSERT_TRUE(c) << error;
+  ASSERT_EQ(c->snapshots.size(), 2u);
+  for (size_t i = 0; i < b.threads.size(); ++i) expect_same_thread(c->snapshots[1].threads[i], b.threads[i]);
+  const Window win = make_window(c->snapshots[0], c->snapshots[1]);
+  for (const auto& t : win.threads) {
+    if (t.tid == 4243) {
+      EXPECT_NEAR(t.cpu_other_pct, 60.0, 1e-9);  // 60 of 100 switch-ins
+      ASSERT_EQ(t.cpu_distribution.size(), 2u);
+      EXPECT_NEAR(t.cpu_distribution[0].second, 30.0, 1e-9);
+    } else {
+      EXPECT_EQ(t.cpu_other_pct, 0.0);
+    }
+  }
+}
+
 void expect_same_thread(const ThreadSample& a, const ThreadSample& b) {
   SCOPED_TRACE("tid " + std::to_string(a.tid));
   EXPECT_EQ(a.tid, b.tid);
@@ -133,6 +172,7 @@ void expect_same_thread(const ThreadSample& a, const ThreadSample& b) {
   EXPECT_EQ(a.switch_ins, b.switch_ins);
   EXPECT_EQ(a.migrations, b.migrations);
   EXPECT_EQ(a.wakeups, b.wakeups);
+  EXPECT_EQ(a.cpu_overflow, b.cpu_overflow);
   EXPECT_EQ(a.runq_max_ns, b.runq_max_ns);
   EXPECT_EQ(a.runq_hist, b.runq_hist);
   EXPECT_EQ(a.cpu_switch_ins, b.cpu_switch_ins);

@@ -157,20 +157,24 @@ void text_processes(Out o, const Window& w) {
 void text_cpu_distribution(Out o, const Window& w, const Threads& ts) {
   if (!w.has(kFieldCpuDist)) return;
   std::set<uint32_t> cpus;
+  bool other = false;  // switch-ins on CPUs beyond the kernel's per-thread slots (cpu_overflow)
   for (auto* t : ts) {
     for (auto& [cpu, pct] : t->cpu_distribution) cpus.insert(cpu);
+    other = other || t->cpu_other_pct > 0;
   }
-  if (cpus.empty()) return;
+  if (cpus.empty() && !other) return;
   fmt::format_to(o, "\nCPU distribution (% of switch-ins per CPU)\n{:>8}  {:<16}", "TID", "NAME");
   for (uint32_t c : cpus) fmt::format_to(o, " {:>6}", fmt::format("CPU {}", c));
+  if (other) fmt::format_to(o, " {:>6}", "other");
   fmt::format_to(o, "\n");
   for (auto* t : ts) {
-    if (t->cpu_distribution.empty()) continue;
+    if (t->cpu_distribution.empty() && t->cpu_other_pct == 0) continue;
     fmt::format_to(o, "{:>8}  {:<16}", t->tid, t->comm);
     for (uint32_t c : cpus) {
       auto it = std::find_if(t->cpu_distribution.begin(), t->cpu_distribution.end(), [&](auto& d) { return d.first == c; });
       fmt::format_to(o, " {:>6}", it == t->cpu_distribution.end() ? std::string("-") : fmt::format("{:.0f}%", it->second));
     }
+    if (other) fmt::format_to(o, " {:>6}", t->cpu_other_pct > 0 ? fmt::format("{:.0f}%", t->cpu_other_pct) : std::string("-"));
     fmt::format_to(o, "\n");
   }
 }
@@ -296,6 +300,7 @@ void json_thread(Writer& j, const Window& w, const ThreadWindow& t) {
   if (w.has(kFieldCpuDist)) {
     j.Key("cpu_distribution"), j.StartObject();
     for (auto& [cpu, pct] : t.cpu_distribution) j.Key(std::to_string(cpu).c_str()), num(j, pct);
+    if (t.cpu_other_pct > 0) j.Key("other"), num(j, t.cpu_other_pct);  // CPUs beyond the per-thread slots
     j.EndObject();
   }
   if (t.runq) {

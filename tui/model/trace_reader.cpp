@@ -204,6 +204,17 @@ bool decode_snapshot(ByteReader& r, Snapshot& s, TraceContents& out) {
     if (!kept) ++out.cut_pairs;
   }
   if (!r.ok()) return false;
+  // Minor 1: per-thread switch-ins beyond the kernel's CPU slots (absent in 1.0 files).
+  if (r.remaining() > 0) {
+    const size_t n = r.count(kMaxThreadsPerSnapshot);
+    for (size_t i = 0; i < n && r.ok(); ++i) {
+      const uint64_t index = r.varint();
+      const uint64_t overflow = r.varint();
+      if (index >= nthreads) return false;
+      if (index < s.threads.size()) s.threads[index].cpu_overflow = overflow;
+    }
+    if (!r.ok()) return false;
+  }
   // The model promises threads sorted by tid; consumers binary-search on it.
   auto by_tid = [](const ThreadSample& a, const ThreadSample& b) { return a.tid < b.tid; };
   if (!std::is_sorted(s.threads.begin(), s.threads.end(), by_tid))

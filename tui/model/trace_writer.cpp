@@ -139,6 +139,16 @@ bool encode_snapshot(ByteWriter& w, const Snapshot& s, std::string* why) {
   for (const auto& t : s.threads) encode_thread(w, t);
   w.varint(s.pairs.size());
   for (const auto& p : s.pairs) encode_pair(w, p);
+  // Minor 1, after everything a 1.0 reader reads (it ignores trailing bytes): switch-ins on
+  // CPUs beyond the kernel's per-thread slots, as (thread index, count) for the threads that have any.
+  size_t with_overflow = 0;
+  for (const auto& t : s.threads) with_overflow += t.cpu_overflow > 0;
+  w.varint(with_overflow);
+  for (size_t i = 0; i < s.threads.size(); ++i) {
+    if (s.threads[i].cpu_overflow == 0) continue;
+    w.varint(i);
+    w.varint(s.threads[i].cpu_overflow);
+  }
   return true;
 }
 

@@ -44,6 +44,7 @@ ThreadSample subtract(const ThreadSample& end, const ThreadSample& base) {
   for (size_t i = 0; i < end.cpu_switch_ins.size(); ++i) {
     d.cpu_switch_ins[i] = sub(end.cpu_switch_ins[i], i < base.cpu_switch_ins.size() ? base.cpu_switch_ins[i] : 0);
   }
+  d.cpu_overflow = sub(end.cpu_overflow, base.cpu_overflow);
   d.io_cycles = sub(end.io_cycles, base.io_cycles);
   d.io_events = sub(end.io_events, base.io_events);
   d.io_blocked_ns = sub(end.io_blocked_ns, base.io_blocked_ns);
@@ -130,6 +131,8 @@ void derive(ThreadWindow& tw, const Window& w, const ThreadSample* base) {
   if (w.has(kFieldCpuDist)) {
     uint64_t total = 0;
     for (uint64_t c : d.cpu_switch_ins) total += c;
+    total += d.cpu_overflow;
+    if (d.cpu_overflow > 0) tw.cpu_other_pct = 100.0 * static_cast<double>(d.cpu_overflow) / static_cast<double>(total);
     for (size_t cpu = 0; cpu < d.cpu_switch_ins.size(); ++cpu) {
       if (d.cpu_switch_ins[cpu] == 0) continue;
       tw.cpu_distribution.emplace_back(static_cast<uint32_t>(cpu),

@@ -61,6 +61,7 @@ struct ThreadWindow {
   uint64_t migrations = 0;
   double migrations_per_s = 0;
   std::vector<std::pair<uint32_t, double>> cpu_distribution;  // (cpu, % of switch-ins), non-zero
+  double cpu_other_pct = 0;    // % of switch-ins on CPUs beyond the kernel's per-thread slots (cpu_overflow)
   std::optional<LatencySummary> runq;     // when the source has run-queue histograms
   std::optional<IoWindow> io;             // when the source has it and the thread made calls
   std::optional<DrainWindow> drain;       // when the source has it and the thread drained
