@@ -92,14 +92,14 @@ Fiber* RuntimeImpl::new_fiber(std::function<void()> fn, Placement where, std::sh
   Carrier* cur = current_carrier();
   Fiber* f;
   if (cur) {
-    cur->live_stats().fibers_spawned.add();
     auto& cache = cur->fiber_cache();
     if (!cache.empty()) {
       f = cache.back();
       cache.pop_back();
     } else {
-      f = arena.take_batch_or_new(cache);
+      f = arena.take_batch_or_new(cache);  // may throw (no stack): then nothing was spawned
     }
+    cur->live_stats().fibers_spawned.add();
   } else {
     outside_spawned.fetch_add(1, std::memory_order_relaxed);
     f = arena.take_shared();

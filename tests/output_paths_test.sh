@@ -6,6 +6,7 @@
 set -uo pipefail
 BUILD=${BUILD:-build}
 platoon=$(realpath "$BUILD/bin/platoon")
+here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/platoon-out.XXXXXX)
 bg=()
 cleanup() { for p in "${bg[@]}"; do kill -KILL "$p"; done 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
@@ -57,10 +58,28 @@ grep -q "replaced" rep.err || { cat rep.err; fail "replacing old.csv was silent"
 "$platoon" record -q --pid "$target" --duration 0.3 -o t.trace 2> rep.err || fail "record over t.trace"
 grep -q "replaced" rep.err || { cat rep.err; fail "record replacing t.trace was silent"; }
 
+# platoon-load --json: the same refusals, and a new file is 0600.
+bin=$(dirname "$platoon")
+"$bin/platoon-mock" --port 0 --think-time-ms 0 --threads 1 > mock.log 2>&1 & bg+=($!)
+. "$here/lib/processes.sh"
+port=$(port_of mock.log); [ -n "$port" ] || fail "mock did not start"
+for t in null fifo link; do
+  before=$(state "$t")
+  "$bin/platoon-load" --url "http://127.0.0.1:$port/fruits" --rate 100 -c 1 -t 1 -d 0.2 --json "$t" > /dev/null 2> load.err \
+    && fail "platoon-load --json $t succeeded"
+  grep -q "not a regular file" load.err || { cat load.err; fail "platoon-load --json $t: no clear error"; }
+  [ "$(state "$t")" = "$before" ] || fail "platoon-load --json changed $t"
+done
+[ "$(cat victim)" = precious ] || fail "platoon-load wrote through the symlink"
+( umask 000; "$bin/platoon-load" --url "http://127.0.0.1:$port/fruits" --rate 100 -c 1 -t 1 -d 0.2 --json load.json > /dev/null ) \
+  || fail "platoon-load --json load.json"
+[ "$(stat -c %a load.json)" = 600 ] || fail "platoon-load wrote mode $(stat -c %a load.json)"
+echo "ok platoon-load --json: refused null, fifo, link; new file 0600"
+
 # A failed export (csv of a file that is not a trace) leaves the earlier output whole.
 echo keep > keep.csv
 "$platoon" export /etc/passwd --format csv -o keep.csv 2> /dev/null && fail "export of /etc/passwd succeeded"
 [ "$(cat keep.csv)" = keep ] || fail "a failed export damaged keep.csv"
-left=$(ls -A | grep -c platoon- || true)
+left=$(ls -A | grep -c '\.platoon-' || true)
 [ "$left" = 0 ] || fail "temporary files left behind: $(ls -A)"
 echo PASS

@@ -1,5 +1,9 @@
 #include "server/load/report.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstring>
@@ -186,9 +190,23 @@ void print_results(std::FILE* out, const Config& cfg, const ThreadStats& t, doub
 
 bool write_json(const std::string& path, const Config& cfg, const ThreadStats& t, double duration_s,
                 std::string& error) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
+  // As root next to other things: never through a symlink at the last component, never into a
+  // device, fifo or directory, never chmod'ing what exists; a new file is 0600.
+  struct stat st{};
+  if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    error = "cannot write " + path + ": not a regular file (a symlink, device, fifo, socket or directory)";
+    return false;
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ::ftruncate(fd, 0) != 0) {
+    error = "cannot write " + path + ": " + std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return false;
+  }
+  std::FILE* f = ::fdopen(fd, "w");
   if (!f) {
     error = "cannot write " + path + ": " + std::strerror(errno);
+    ::close(fd);
     return false;
   }
   const Errors& e = t.errors;

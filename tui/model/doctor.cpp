@@ -519,7 +519,7 @@ void check_losses(Ctx& c) {
                 {"snapshots", c.in.snapshots}};
   f.threshold = {{"lost_events_pct_warn", kLostEventsPctWarn}, {"untracked_threads", 0}, {"lost_targets", 0}};
   f.remedy = "Lost events: a larger ring buffer (platoon record --ringbuf-mb 64) or a shorter interval between "
-             "reads; untracked threads/pairs: the maps hold 16,384 entries, watch fewer processes. A cut-short "
+             "reads; untracked threads/pairs: the maps hold 16,384 entries by default: raise --threads-max / --pairs-max or watch fewer processes. A cut-short "
              "recording holds what was written before; the findings cover only that.";
   c.out.findings.push_back(std::move(f));
 }
