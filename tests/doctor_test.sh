@@ -48,7 +48,9 @@ PY
   st=$?
   [ "$st" -eq 0 ] && break
   [ "$st" -eq 3 ] || fail "the pinned carrier waited behind its own process"
-  [ "$attempt" -lt 3 ] || fail "CPU 1 was busy with other work in three pinned runs in a row: cannot test here now"
+  # Foreign work on CPU 1 three times in a row (a CPU hog, other sessions): the premise does
+  # not hold on this machine now, which says nothing about doctor: skipped, not failed.
+  [ "$attempt" -lt 3 ] || { echo "SKIP: CPU 1 was busy with other work in three pinned runs in a row: cannot test here now"; exit 77; }
   echo "CPU 1 was not the server's alone (attempt $attempt): repeating the pinned run"
 done
 

@@ -145,7 +145,9 @@ import ctypes, time
 ctypes.CDLL(None).prctl(15, "ab\u20ac\u20ac\u20ac\u20ac\u20ac".encode(), 0, 0, 0)  # 17 bytes: 15 kept
 time.sleep(30)
 ' & named=$!; pids+=($named)
-sleep 0.3
+# Until python has run its prctl the process is still the shell's fork (a busy machine can
+# take a while): wait for the name itself.
+for _ in $(seq 200); do [ "$(head -c 2 "/proc/$named/comm" 2>/dev/null)" = ab ] && break; sleep 0.05; done
 start_exporter "$tmp/named.log" --pid "$named"
 curl -sf "http://127.0.0.1:$eport/metrics" > "$tmp/named" || fail "named scrape"
 grep -q 'thread="ab€€€€?"' "$tmp/named" || { grep run_seconds "$tmp/named"; fail "the cut name is not shown as ab€€€€?"; }
