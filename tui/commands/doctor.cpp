@@ -100,11 +100,11 @@ bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 
+  model::Snapshot first = source->snapshot();  // before the command runs: see record.cpp
   if (target.child && !target.child->release(error)) return false;
   auto sink = [&run](const void* rec, size_t size) {
     if (auto h = model::event_as<platoon_event_header>(rec, size)) run.batches.add(*h, rec, size);
   };
-  model::Snapshot first = source->snapshot();
   const uint64_t t0 = boottime();
   const uint64_t end = t0 + static_cast<uint64_t>(opt.duration_s * 1e9);
   uint64_t next_refresh = t0 + 1'000'000'000ull;

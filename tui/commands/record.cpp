@@ -118,13 +118,14 @@ int run_record(const RecordOptions& opt) {
   signal(SIGPIPE, SIG_IGN);
   signal(SIGXFSZ, SIG_IGN);  // a file size limit is a write error (EFBIG) to report, not a death
 
+  // The first snapshot is the baseline every window of the recording starts from. It is taken
+  // before a -- CMD is let go, so that the windows hold everything the command does (on a busy
+  // machine the command can run for a while before a later baseline).
+  if (!writer->write_snapshot(source->snapshot())) return fail(writer->error());
   if (child && !child->release(error)) {
     writer->finish("command failed to start");
     return fail(error);
   }
-
-  // The first snapshot is the baseline every window of the recording starts from.
-  if (!writer->write_snapshot(source->snapshot())) return fail(writer->error());
 
   EventBatch batch(*writer);
   const uint64_t t0 = clock_ns(CLOCK_BOOTTIME);
