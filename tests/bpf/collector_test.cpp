@@ -21,6 +21,7 @@
 
 #include "bpf/collector.hpp"
 #include "bpf/platoon.h"
+#include "tests/bpf/fixture.hpp"
 #include "tests/bpf/workloads.hpp"
 
 namespace platoon::bpf {
@@ -28,37 +29,12 @@ namespace {
 
 using namespace platoon::testing;
 
-// model::Snapshot::lost_events() lives in libplatoon-model; summed here so this file does not
-// depend on it.
-uint64_t lost(const model::Snapshot& s) {
-  return std::accumulate(s.lost_events_per_cpu.begin(), s.lost_events_per_cpu.end(), uint64_t{0});
-}
-
-const model::ThreadSample* find(const model::Snapshot& s, pid_t tid) {
-  for (const auto& t : s.threads)
-    if (t.tid == static_cast<uint32_t>(tid)) return &t;
-  return nullptr;
-}
-
 int cpu_count() { return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); }
 
-class CollectorTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF)";
-    if (access("/sys/kernel/btf/vmlinux", R_OK) != 0) GTEST_SKIP() << "kernel has no BTF";
-  }
-  void TearDown() override { unpin(); }
-
-  std::unique_ptr<Collector> open(CollectorOptions o = {}) {
-    if (o.pids.empty() && o.comm.empty()) o.pids = {getpid()};
-    OpenError kind = OpenError::none;
-    std::string message;
-    auto c = Collector::open(o, &kind, &message);
-    EXPECT_TRUE(c) << message;
-    return c;
-  }
-};
+// Root and BTF or skip, open(), lost() and find(): tests/bpf/fixture.hpp.
+using CollectorTest = testing::BpfTest;
+using testing::find;
+using testing::lost;
 
 // ---- 1 and 6: two spinners sharing one CPU: wait ~ 50%, and = schedstat run_delay ----
 

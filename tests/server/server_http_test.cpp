@@ -10,6 +10,7 @@
 #include "server/common/fruits.hpp"
 #include "tests/server/fake_backend.hpp"
 #include "tests/server/http_client.hpp"
+#include "tests/server/handoff_args.hpp"
 #include "tests/server/subprocess.hpp"
 
 using namespace platoon;
@@ -18,16 +19,8 @@ using platoon::test::Conn;
 using platoon::test::FakeBackend;
 
 namespace {
-const std::string& expected_body() {
-  static const std::string body = fruits::compact_json(fruits::catalogue());
-  return body;
-}
-
-std::vector<std::string> server_args(int backend_port, std::vector<std::string> extra = {}) {
-  std::vector<std::string> a{"--port", "0", "--backend", "127.0.0.1:" + std::to_string(backend_port)};
-  a.insert(a.end(), extra.begin(), extra.end());
-  return a;
-}
+using platoon::test::expected_body;
+using platoon::test::server_args;
 
 int open_fds(pid_t pid) {
   int n = 0;
