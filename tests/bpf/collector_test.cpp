@@ -360,7 +360,12 @@ TEST_F(CollectorTest, WokenByNamesTheWakingThread) {
     ASSERT_TRUE(t);
     std::printf("  pong woken by ping %llu times, by interrupts %llu, wakeups %llu\n",
                 (unsigned long long)pong_by_ping, (unsigned long long)pong_by_irq, (unsigned long long)t->wakeups);
-    EXPECT_GT(pong_by_ping, kRounds / 2u);
+    // Every wakeup of pong but the few around its start (the Worker's park and release) names
+    // ping. On a busy machine the two can hand over without sleeping, so how many wakeups there
+    // were is the kernel's business; that each is named is the collector's.
+    EXPECT_GE(pong_by_ping + 3, t->wakeups);
+    if (t->wakeups > kRounds / 2u) EXPECT_GT(pong_by_ping, kRounds / 2u);
+    else std::printf("  note: pong slept only %llu times (a busy machine)\n", (unsigned long long)t->wakeups);
     EXPECT_LE(pong_by_irq, 2u);
   }
 }
