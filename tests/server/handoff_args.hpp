@@ -1,11 +1,12 @@
-// What the handoff server tests share: the body /fruits must answer and the server's command
-// line against a backend port.
+// What the handoff server tests share: the body /fruits must answer, the server's command
+// line against a backend port, and one counter read from its /metrics.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "server/common/fruits.hpp"
+#include "tests/server/http_client.hpp"
 
 namespace platoon::test {
 
@@ -18,6 +19,15 @@ inline std::vector<std::string> server_args(int backend_port, std::vector<std::s
   std::vector<std::string> a{"--port", "0", "--backend", "127.0.0.1:" + std::to_string(backend_port)};
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
+}
+
+// The value of an unlabelled counter in /metrics; -1 when it is not there.
+inline long metric(int port, const std::string& name) {
+  Conn c(port);
+  const auto m = c.get("/metrics");
+  const auto at = m.body.find("\n" + name + " ");
+  if (at == std::string::npos) return -1;
+  return std::stol(m.body.substr(at + name.size() + 2));
 }
 
 }  // namespace platoon::test

@@ -31,13 +31,7 @@ int open_fds(pid_t pid) {
   return n;
 }
 
-long metric(int port, const std::string& name) {
-  Conn c(port);
-  const auto m = c.get("/metrics");
-  const auto at = m.body.find("\n" + name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stol(m.body.substr(at + name.size() + 2));
-}
+using platoon::test::metric;
 }  // namespace
 
 class ServerModes : public ::testing::TestWithParam<std::vector<std::string>> {};

@@ -30,13 +30,7 @@ namespace {
 using platoon::test::expected_body;
 using platoon::test::server_args;
 
-long metric(int port, const std::string& name) {
-  Conn c(port);
-  const auto m = c.get("/metrics");
-  const auto at = m.body.find("\n" + name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stol(m.body.substr(at + name.size() + 2));
-}
+using platoon::test::metric;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
