@@ -8,6 +8,7 @@
 #   SAN=thread|address   build with a sanitizer (into build/san-$(SAN)/)
 #   BUILD=dir       build somewhere else (default build/)
 #   V=1             show the commands
+#   LTO=0           no link-time optimisation (faster builds while developing)
 
 .DEFAULT_GOAL := all
 .DELETE_ON_ERROR:
@@ -32,7 +33,7 @@ LDFLAGS  := -pthread
 ifneq ($(SAN),)
   CXXFLAGS += -fsanitize=$(SAN)
   LDFLAGS  += -fsanitize=$(SAN)
-else
+else ifneq ($(LTO),0)
   # Link-time optimisation lets the fiber switch path (drain -> run -> resume -> jump, and
   # yield -> switch_out) inline across files: it is most of the cost of a yield otherwise.
   CXXFLAGS += -flto=auto
@@ -43,16 +44,33 @@ endif
 Q := $(if $(V),,@)
 msg = $(if $(V),,@printf '  %-8s %s\n' "$(1)" "$(2)";)
 
-# ---- runtime/: libplatoon-runtime.a ----
-RUNTIME_SRC := $(wildcard runtime/*.cpp)
-RUNTIME_OBJ := $(RUNTIME_SRC:%.cpp=$(OBJ)/%.o)
-RUNTIME_LIB := $(BUILD)/lib/libplatoon-runtime.a
-RUNTIME_LIBS := -lboost_context -levent_core -levent_pthreads
+# One rule per kind, from two defines: `archive NAME,SOURCES` makes $(NAME_LIB) from the .cpp
+# files it is given; `gtest NAME,SOURCES,LIBS,ORDER-ONLY` links $(BIN)/NAME_tests.
+define archive
+$(1)_SRC := $(2)
+$(1)_OBJ := $$($(1)_SRC:%.cpp=$$(OBJ)/%.o)
+$(1)_LIB := $$(BUILD)/lib/lib$(3).a
+OBJS += $$($(1)_OBJ)
+$$($(1)_LIB): $$($(1)_OBJ)
+	@mkdir -p $$(@D)
+	$$(call msg,AR,$$@)
+	$$(Q)rm -f $$@ && $$(AR) rcs $$@ $$^
+endef
 
-$(RUNTIME_LIB): $(RUNTIME_OBJ)
-	@mkdir -p $(@D)
-	$(call msg,AR,$@)
-	$(Q)$(AR) rcs $@ $^
+define gtest
+$(1)_TEST_SRC := $$(wildcard $(2))
+$(1)_TEST_OBJ := $$($(1)_TEST_SRC:%.cpp=$$(OBJ)/%.o)
+OBJS += $$($(1)_TEST_OBJ)
+$$(BIN)/$(1)_tests: $$($(1)_TEST_OBJ) $(3) | $(4)
+	@mkdir -p $$(@D)
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CXX) $$(LDFLAGS) -o $$@ $$($(1)_TEST_OBJ) $(3) $(5) -lgtest -lgtest_main
+TESTS += $$(if $$($(1)_TEST_SRC),$$(BIN)/$(1)_tests)
+endef
+
+# ---- runtime/: libplatoon-runtime.a ----
+$(eval $(call archive,RUNTIME,$(wildcard runtime/*.cpp),platoon-runtime))
+RUNTIME_LIBS := -lboost_context -levent_core -levent_pthreads
 
 # Boost.Context switches stacks under TSan's feet: that one file is built without TSan
 # instrumentation and annotates the switches itself (see runtime/context.cpp).
@@ -71,19 +89,15 @@ $(OBJ)/llhttp/%.o: $(LLHTTP_DIR)/%.c
 	$(call msg,CC,$<)
 	$(Q)$(CC) -O2 -g -fPIC -I/usr/share/include/llhttp $(if $(SAN),-fsanitize=$(SAN)) -c -o $@ $<
 
-SERVER_COMMON_SRC := $(wildcard server/common/*.cpp)
-SERVER_COMMON_OBJ := $(SERVER_COMMON_SRC:%.cpp=$(OBJ)/%.o)
-SERVER_COMMON_LIB := $(BUILD)/lib/libplatoon-server-common.a
-$(SERVER_COMMON_LIB): $(SERVER_COMMON_OBJ) $(LLHTTP_OBJ)
-	@mkdir -p $(@D)
-	$(call msg,AR,$@)
-	$(Q)rm -f $@ && $(AR) rcs $@ $^
+$(eval $(call archive,SERVER_COMMON,$(wildcard server/common/*.cpp),platoon-server-common))
+$(SERVER_COMMON_LIB): $(LLHTTP_OBJ)
 $(OBJ)/server/%.o: CPPFLAGS += -I/usr/share/include/llhttp
 $(OBJ)/tests/server/%.o: CPPFLAGS += -I/usr/share/include/llhttp
 
 define server_program
 $(1)_SRC := $$(wildcard server/$(2)/*.cpp)
 $(1)_OBJ := $$($(1)_SRC:%.cpp=$$(OBJ)/%.o)
+OBJS += $$($(1)_OBJ)
 $$(BIN)/$(1): $$($(1)_OBJ) $$(SERVER_COMMON_LIB) $$(RUNTIME_LIB)
 	@mkdir -p $$(@D)
 	$$(call msg,LINK,$$@)
@@ -94,36 +108,17 @@ $(eval $(call server_program,platoon-server,handoff))
 $(eval $(call server_program,platoon-mock,mock))
 $(eval $(call server_program,platoon-load,load))
 
-# ---- tests/ ----
-RUNTIME_TEST_SRC := $(wildcard tests/runtime/*_test.cpp)
-RUNTIME_TEST_OBJ := $(RUNTIME_TEST_SRC:%.cpp=$(OBJ)/%.o)
-RUNTIME_TESTS := $(BIN)/runtime_tests
-
-$(RUNTIME_TESTS): $(RUNTIME_TEST_OBJ) $(RUNTIME_LIB)
-	@mkdir -p $(@D)
-	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(LDFLAGS) -o $@ $(RUNTIME_TEST_OBJ) $(RUNTIME_LIB) $(RUNTIME_LIBS) -lgtest -lgtest_main
-
-SERVER_TEST_SRC := $(wildcard tests/server/*_test.cpp)
-SERVER_TEST_OBJ := $(SERVER_TEST_SRC:%.cpp=$(OBJ)/%.o)
-SERVER_TESTS := $(if $(SERVER_TEST_SRC),$(BIN)/server_tests)
-# The server tests start the programs from their own directory.
-$(BIN)/server_tests: $(SERVER_TEST_OBJ) $(SERVER_COMMON_LIB) $(RUNTIME_LIB) | $(SERVER_BINS)
-	@mkdir -p $(@D)
-	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(LDFLAGS) -o $@ $(SERVER_TEST_OBJ) $(SERVER_COMMON_LIB) $(RUNTIME_LIB) $(RUNTIME_LIBS) -lgtest -lgtest_main
-
 # ---- bench ----
 BENCH_SRC := $(wildcard bench/*.cpp)
 BENCH_BIN := $(BENCH_SRC:bench/%.cpp=$(BIN)/%)
+OBJS += $(BENCH_SRC:%.cpp=$(OBJ)/%.o)
 
 $(BENCH_BIN): $(BIN)/%: $(OBJ)/bench/%.o $(RUNTIME_LIB)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CXX) $(LDFLAGS) -o $@ $< $(RUNTIME_LIB) $(RUNTIME_LIBS)
 
-
-# ---- bpf/: CO-RE programs, skeletons, the collector (libplatoon-bpf.a) ----
+# ---- bpf/: CO-RE programs and their skeleton ----
 # vmlinux.h is dumped from the running kernel's BTF at build time (CO-RE relocates the field
 # offsets at load time, so the programs still run on other BTF kernels); the skeletons come from
 # bpftool. usdt.bpf.h needs the multiarch include dir for asm/errno.h.
@@ -140,7 +135,7 @@ $(GEN)/vmlinux.h:
 	$(call msg,BTF,$@)
 	$(Q)bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
-$(GEN)/%.bpf.o: bpf/%.bpf.c $(GEN)/vmlinux.h $(wildcard bpf/*.h) Makefile
+$(GEN)/%.bpf.o: bpf/%.bpf.c $(GEN)/vmlinux.h $(wildcard bpf/*.h bpf/programs/*.h) Makefile
 	@mkdir -p $(@D)
 	$(call msg,BPF,$<)
 	$(Q)$(BPF_CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp && llvm-strip -g $@.tmp && mv $@.tmp $@
@@ -149,54 +144,36 @@ $(GEN)/%.skel.h: $(GEN)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)bpftool gen skeleton $< > $@.tmp && mv $@.tmp $@
 
-BPF_LIB_SRC := $(wildcard bpf/*.cpp)
-BPF_LIB_OBJ := $(BPF_LIB_SRC:%.cpp=$(OBJ)/%.o)
-BPF_LIB := $(BUILD)/lib/libplatoon-bpf.a
-BPF_LIBS := -lbpf -lelf -lz
-$(BPF_LIB_OBJ): $(BPF_SKELS)
-$(BPF_LIB): $(BPF_LIB_OBJ)
-	@mkdir -p $(@D)
-	$(call msg,AR,$@)
-	$(Q)rm -f $@ && $(AR) rcs $@ $^
+# The skeleton is a prerequisite only of the files that include it.
+SKEL_USERS := $(shell grep -rl --include='*.cpp' 'skel\.h"' bpf tests 2>/dev/null)
+$(SKEL_USERS:%.cpp=$(OBJ)/%.o): $(BPF_SKELS)
 
-# ---- tui/model/: snapshots, windows, trace file, procfs sampler (libplatoon-model.a) ----
-MODEL_SRC := $(wildcard tui/model/*.cpp)
-MODEL_OBJ := $(MODEL_SRC:%.cpp=$(OBJ)/%.o)
-MODEL_LIB := $(BUILD)/lib/libplatoon-model.a
+# ---- the snapshot contract (bpf/snapshot/) and its producers (bpf/collectors/) ----
+$(eval $(call archive,SNAPSHOT,$(wildcard bpf/snapshot/*.cpp),platoon-snapshot))
+$(eval $(call archive,COLLECTORS,$(wildcard bpf/collectors/*.cpp),platoon-collectors))
+COLLECTOR_LIBS := -lbpf -lelf -lz
+
+# ---- tui/: the consumers (trace, analysis, outputs, dashboard state) and the platoon command ----
+$(eval $(call archive,MODEL,$(wildcard tui/trace/*.cpp tui/analysis/*.cpp tui/outputs/*.cpp tui/metrics/*.cpp tui/dashboard/state/*.cpp),platoon-model))
 MODEL_LIBS := -lz -lfmt
-$(MODEL_LIB): $(MODEL_OBJ)
-	@mkdir -p $(@D)
-	$(call msg,AR,$@)
-	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-# ---- tui/: the platoon command ----
-PLATOON_SRC := $(wildcard tui/*.cpp tui/commands/*.cpp tui/views/*.cpp)
+PLATOON_SRC := $(wildcard tui/*.cpp tui/commands/*.cpp tui/dashboard/views/*.cpp tui/dashboard/input/*.cpp)
 PLATOON_OBJ := $(PLATOON_SRC:%.cpp=$(OBJ)/%.o)
+OBJS += $(PLATOON_OBJ)
 PLATOON_BIN := $(if $(PLATOON_SRC),$(BIN)/platoon)
-$(PLATOON_OBJ): $(BPF_SKELS)
-$(BIN)/platoon: $(PLATOON_OBJ) $(BPF_LIB) $(MODEL_LIB)
+PLATOON_LIBS := $(MODEL_LIB) $(COLLECTORS_LIB) $(SNAPSHOT_LIB)
+$(BIN)/platoon: $(PLATOON_OBJ) $(PLATOON_LIBS)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(LDFLAGS) -o $@ $(PLATOON_OBJ) $(BPF_LIB) $(MODEL_LIB) $(BPF_LIBS) $(MODEL_LIBS) -lncursesw -levent
+	$(Q)$(CXX) $(LDFLAGS) -o $@ $(PLATOON_OBJ) $(PLATOON_LIBS) $(COLLECTOR_LIBS) $(MODEL_LIBS) -lncursesw -levent
 
-# ---- tests of bpf/ and tui/ ----
-MODEL_TEST_SRC := $(wildcard tests/model/*_test.cpp)
-MODEL_TEST_OBJ := $(MODEL_TEST_SRC:%.cpp=$(OBJ)/%.o)
-MODEL_TESTS := $(if $(MODEL_TEST_SRC),$(BIN)/model_tests)
-$(BIN)/model_tests: $(MODEL_TEST_OBJ) $(MODEL_LIB)
-	@mkdir -p $(@D)
-	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(LDFLAGS) -o $@ $(MODEL_TEST_OBJ) $(MODEL_LIB) $(MODEL_LIBS) -lgtest -lgtest_main
-
+# ---- tests/ ----
+$(eval $(call gtest,runtime,tests/runtime/*_test.cpp,$(RUNTIME_LIB),,$(RUNTIME_LIBS)))
+# The server tests start the programs from their own directory.
+$(eval $(call gtest,server,tests/server/*_test.cpp,$(SERVER_COMMON_LIB) $(RUNTIME_LIB),$(SERVER_BINS),$(RUNTIME_LIBS)))
+$(eval $(call gtest,model,tests/model/*_test.cpp,$(PLATOON_LIBS),,$(COLLECTOR_LIBS) $(MODEL_LIBS)))
 # Ground-truth tests: real workloads, compared with /proc; they start platoon and the servers.
-BPF_TEST_SRC := $(wildcard tests/bpf/*_test.cpp)
-BPF_TEST_OBJ := $(BPF_TEST_SRC:%.cpp=$(OBJ)/%.o)
-BPF_TESTS := $(if $(BPF_TEST_SRC),$(BIN)/bpf_tests)
-$(BPF_TEST_OBJ): $(BPF_SKELS)
-$(BIN)/bpf_tests: $(BPF_TEST_OBJ) $(BPF_LIB) $(MODEL_LIB) | $(SERVER_BINS) $(PLATOON_BIN)
-	@mkdir -p $(@D)
-	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(LDFLAGS) -o $@ $(BPF_TEST_OBJ) $(BPF_LIB) $(MODEL_LIB) $(BPF_LIBS) $(MODEL_LIBS) -lgtest -lgtest_main
+$(eval $(call gtest,bpf,tests/bpf/*_test.cpp,$(PLATOON_LIBS),$(SERVER_BINS) $(PLATOON_BIN),$(COLLECTOR_LIBS) $(MODEL_LIBS)))
 
 # ---- make fuzz: libFuzzer targets (clang), tests/fuzz/*_fuzz.cpp, each run FUZZ_SECONDS ----
 FUZZ_SECONDS ?= 600
@@ -205,10 +182,11 @@ FUZZ_SRC := $(wildcard tests/fuzz/*_fuzz.cpp)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.cpp=$(FUZZ_DIR)/%)
 FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
                  -fsanitize-recover=pointer-overflow  # see tests/fuzz/ubsan.supp
-$(FUZZ_DIR)/%: tests/fuzz/%.cpp $(MODEL_SRC) $(wildcard tui/model/*.hpp) bpf/platoon.h Makefile
+FUZZ_INPUTS := $(MODEL_SRC) $(SNAPSHOT_SRC)
+$(FUZZ_DIR)/%: tests/fuzz/%.cpp $(FUZZ_INPUTS) $(wildcard bpf/snapshot/*.hpp tui/*/*.hpp) bpf/platoon.h Makefile
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)
-	$(Q)clang++ $(FUZZ_CXXFLAGS) -o $@ $< $(MODEL_SRC) $(MODEL_LIBS)
+	$(Q)clang++ $(FUZZ_CXXFLAGS) -o $@ $< $(FUZZ_INPUTS) $(MODEL_LIBS)
 
 # ---- compile ----
 $(OBJ)/%.o: %.cpp Makefile
@@ -216,8 +194,7 @@ $(OBJ)/%.o: %.cpp Makefile
 	$(call msg,CXX,$<)
 	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c -o $@ $<
 
-ALL := $(RUNTIME_LIB) $(RUNTIME_TESTS) $(BENCH_BIN) $(SERVER_BINS) $(SERVER_TESTS) \
-       $(PLATOON_BIN) $(MODEL_TESTS) $(BPF_TESTS)
+ALL := $(RUNTIME_LIB) $(BENCH_BIN) $(SERVER_BINS) $(PLATOON_BIN) $(TESTS)
 
 .PHONY: all test bench demo deps clean fuzz install
 all: $(ALL)
@@ -249,4 +226,4 @@ fuzz: deps $(FUZZ_BIN)
 clean:
 	rm -rf build
 
--include $(shell find $(OBJ) -name '*.d' 2>/dev/null)
+-include $(OBJS:.o=.d)

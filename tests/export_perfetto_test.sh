@@ -2,9 +2,9 @@
 # platoon export --format perfetto against independent decoders: a recording of platoon-server
 # under load (two unpinned carriers: switches, wakings and migrations on both CPUs, epoll and
 # drain counters) and one of a python that starts threads (sched_wakeup_new) are exported, decoded with
-# protoc against the project's schema subset (tui/model/perfetto_trace.proto), and compared with
+# protoc against the project's schema subset (tui/outputs/perfetto_trace.proto), and compared with
 # the recordings' raw events as tests/tools/trace_events.py (a second reader of the trace format,
-# written from TRACE-FORMAT.md) counts them: per CPU and kind, per carrier counter track.
+# written from docs/trace-format.md) counts them: per CPU and kind, per carrier counter track.
 set -uo pipefail
 BUILD=${BUILD:-build}
 bin=$BUILD/bin
@@ -16,7 +16,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
 command -v protoc > /dev/null || { echo "protoc missing (scripts/install-deps.sh installs protobuf-compiler)"; exit 77; }
-decode() { protoc -Itui/model --decode=perfetto.protos.Trace perfetto_trace.proto < "$1"; }
+decode() { protoc -Itui/outputs --decode=perfetto.protos.Trace perfetto_trace.proto < "$1"; }
 
 "$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
 mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"

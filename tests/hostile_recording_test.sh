@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Small hostile recordings (issue 12, defect 6): every reader of a trace file must stay within
 # 30 s and 512 MB on generated adversarial recordings, and say in one line when a reader cap
-# (TRACE-FORMAT.md, "Reader caps") cut something. model_tests writes the files
+# (docs/trace-format.md, "Reader caps") cut something. model_tests writes the files
 # (tests/model/hostile_trace_test.cpp); this runs report, doctor, every export and top --replay
 # on each. A non-zero exit is fine when it comes with `platoon ...:` lines on stderr (e.g. "has no
 # raw events"); a timeout, a crash or too much memory is not.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Older kernels (issue 12, defect 8) from the outside, with PLATOON_INJECT_LOAD_FAIL simulating
-# what the kernel lacks (bpf/features.hpp): no program set loads → procfs, with libbpf's reason
+# what the kernel lacks (bpf/collectors/features.hpp): no program set loads → procfs, with libbpf's reason
 # in the note; the runtime probes fail → bpf without drain, named in the source line.
 set -uo pipefail
 BUILD=${BUILD:-build}

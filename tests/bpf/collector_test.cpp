@@ -19,7 +19,7 @@
 #include <optional>
 #include <vector>
 
-#include "bpf/collector.hpp"
+#include "bpf/collectors/collector.hpp"
 #include "bpf/platoon.h"
 #include "tests/bpf/fixture.hpp"
 #include "tests/bpf/workloads.hpp"
@@ -53,7 +53,7 @@ ShareResult run_two_spinners_on_one_cpu(Collector& c, int cpu, uint64_t spin_ns)
     pin_to_cpu(cpu);
     start.arrive_and_wait();
     uint64_t expected = 0;
-    deadline.compare_exchange_strong(expected, boot_ns() + spin_ns);
+    deadline.compare_exchange_strong(expected, platoon::model::boottime_ns() + spin_ns);
     spin_until(deadline.load());
   };
   pin_to_cpu(cpu == 0 ? 1 : 0);  // the gtest thread stays off the contended CPU
@@ -142,7 +142,7 @@ TEST_F(CollectorTest, MigrationsMatchNrMigrations) {
   Worker w([] {
     for (int i = 0; i < kMoves; ++i) {
       pin_to_cpu(i % 2);
-      spin_until(boot_ns() + 1'000'000);
+      spin_until(platoon::model::boottime_ns() + 1'000'000);
     }
     // Parks pinned, so no wakeup can move it after the body.
   });
@@ -412,7 +412,7 @@ TEST_F(CollectorTest, ThreadRunningAtAttachShowsItsTimeWithoutSwitching) {
   std::atomic<uint64_t> spinning_since{0};
   Worker w([&] {
     pin_to_cpu(1);
-    spinning_since = boot_ns();
+    spinning_since = platoon::model::boottime_ns();
     spin_until(UINT64_MAX, &stop);
   });
   // A failed ASSERT returns early: the spinner must still stop before ~Worker joins it.
@@ -424,7 +424,7 @@ TEST_F(CollectorTest, ThreadRunningAtAttachShowsItsTimeWithoutSwitching) {
   pin_to_cpu(0);
   auto c = open();
   ASSERT_TRUE(c);
-  const uint64_t t0 = boot_ns();
+  const uint64_t t0 = platoon::model::boottime_ns();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const model::Snapshot snap = c->snapshot();
   stop = true;

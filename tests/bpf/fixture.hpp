@@ -10,7 +10,7 @@
 #include <numeric>
 #include <string>
 
-#include "bpf/collector.hpp"
+#include "bpf/collectors/collector.hpp"
 #include "tests/bpf/workloads.hpp"
 
 namespace platoon::bpf::testing {

@@ -11,7 +11,7 @@
 #include <map>
 #include <thread>
 
-#include "bpf/system.hpp"
+#include "bpf/collectors/system.hpp"
 #include "tests/bpf/fixture.hpp"
 
 namespace platoon::bpf::testing {

@@ -1,6 +1,6 @@
 // Older kernels (issue 12, defect 8): the programs hold no instruction a pre-5.12 verifier
 // rejects, and each feature the kernel may lack is dropped (and named) rather than failing the
-// whole load. Missing features are simulated with PLATOON_INJECT_LOAD_FAIL (bpf/features.hpp).
+// whole load. Missing features are simulated with PLATOON_INJECT_LOAD_FAIL (bpf/collectors/features.hpp).
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
@@ -143,7 +143,7 @@ TEST_F(KernelFeaturesTest, NoSwitchStateArgumentStillCountsSwitchesLikeProc) {
     Worker sleeper([] {
       for (int i = 0; i < 200; ++i) {
         usleep(500);
-        spin_until(boot_ns() + 200'000);
+        spin_until(platoon::model::boottime_ns() + 200'000);
       }
     });
     sleeper.wait_parked();

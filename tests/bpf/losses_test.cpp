@@ -138,13 +138,13 @@ TEST_F(LossesTest, RingBufferOverflowIsCountedAndAggregatesStayExact) {
   auto c = open(o);
   ASSERT_TRUE(c);
   const int a2b = eventfd(0, 0), b2a = eventfd(0, 0);
-  const uint64_t until = boot_ns() + 500'000'000ull;
+  const uint64_t until = platoon::model::boottime_ns() + 500'000'000ull;
   auto body = [&](int cpu, int in, int out, bool first) {
     return [=] {
       pin_to_cpu(cpu);
       uint64_t v = 1;
       if (first && write(out, &v, sizeof v) != sizeof v) std::abort();
-      while (boot_ns() < until) {
+      while (platoon::model::boottime_ns() < until) {
         if (read(in, &v, sizeof v) != sizeof v) std::abort();
         v = 1;
         if (write(out, &v, sizeof v) != sizeof v) std::abort();

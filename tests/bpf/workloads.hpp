@@ -23,15 +23,11 @@
 #include <string>
 #include <thread>
 
+#include "bpf/snapshot/clock.hpp"
+
 namespace platoon::testing {
 
 inline pid_t this_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
-
-inline uint64_t boot_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 inline bool pin_to_cpu(int cpu, pid_t tid = 0) {
   cpu_set_t set;
@@ -50,7 +46,7 @@ inline bool unpin(pid_t tid = 0) {
 
 // Burns CPU without a system call until `until_ns` (CLOCK_BOOTTIME via the vDSO) or `stop`.
 inline void spin_until(uint64_t until_ns, const std::atomic<bool>* stop = nullptr) {
-  while (boot_ns() < until_ns)
+  while (platoon::model::boottime_ns() < until_ns)
     if (stop && stop->load(std::memory_order_relaxed)) return;
 }
 
@@ -140,12 +136,12 @@ class Worker {
     {
       std::lock_guard lk(mu_);
       tid_ = this_tid();
-      start_ns_ = boot_ns();
+      start_ns_ = platoon::model::boottime_ns();
       cv_.notify_all();
     }
     body();
     std::unique_lock lk(mu_);
-    end_ns_ = boot_ns();
+    end_ns_ = platoon::model::boottime_ns();
     done_ = true;
     cv_.notify_all();
     cv_.wait(lk, [this] { return released_; });

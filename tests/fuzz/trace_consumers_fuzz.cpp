@@ -10,13 +10,13 @@
 #include <span>
 #include <string>
 
-#include "tui/model/doctor.hpp"
-#include "tui/model/export_chrome.hpp"
-#include "tui/model/export_csv.hpp"
-#include "tui/model/export_perfetto.hpp"
-#include "tui/model/report.hpp"
-#include "tui/model/trace_reader.hpp"
-#include "tui/model/window.hpp"
+#include "tui/analysis/doctor.hpp"
+#include "tui/outputs/export_chrome.hpp"
+#include "tui/outputs/export_csv.hpp"
+#include "tui/outputs/export_perfetto.hpp"
+#include "tui/outputs/report.hpp"
+#include "tui/trace/trace_reader.hpp"
+#include "tui/analysis/window.hpp"
 
 using namespace platoon::model;
 

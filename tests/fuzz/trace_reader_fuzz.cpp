@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "tui/model/trace_reader.hpp"
+#include "tui/trace/trace_reader.hpp"
 
 using namespace platoon::model;
 

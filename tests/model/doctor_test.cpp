@@ -1,14 +1,14 @@
 // platoon doctor on synthetic windows and event streams: every finding present when its numbers
 // cross the threshold and absent when they do not, the checks a source cannot answer named, the
 // JSON contract of ARCHITECTURE.md parsed back, and --vs picking the healthier run.
-#include "tui/model/doctor.hpp"
+#include "tui/analysis/doctor.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
 #include <cstring>
 
-#include "tui/model/trace_reader.hpp"
+#include "tui/trace/trace_reader.hpp"
 
 namespace platoon::model::doctor {
 namespace {

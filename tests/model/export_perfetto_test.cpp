@@ -1,7 +1,7 @@
 // The Perfetto export on synthetic recordings, read back by a minimal wire-format decoder written
 // here from the protobuf encoding rules (not from the encoder): varints, nested messages, the
 // per-CPU bundles in time order, the kinds exported and left out, counters, losses, prev_state.
-#include "tui/model/export_perfetto.hpp"
+#include "tui/outputs/export_perfetto.hpp"
 
 #include <gtest/gtest.h>
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "tui/model/export_targets.hpp"
-#include "tui/model/proto_encoder.hpp"
+#include "tui/outputs/export_targets.hpp"
+#include "tui/outputs/proto_encoder.hpp"
 
 namespace platoon::model {
 namespace {

@@ -1,7 +1,7 @@
 // Output paths as root (issue 12, defect 1): what platoon writes may only ever be a new 0600
 // regular file; device nodes, fifos, sockets, directories and symlinks at the last component
 // are refused with one line and left exactly as they were.
-#include "tui/model/output_file.hpp"
+#include "tui/outputs/output_file.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -19,7 +19,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "tui/model/trace_writer.hpp"
+#include "tui/trace/trace_writer.hpp"
 
 namespace platoon::model {
 namespace {

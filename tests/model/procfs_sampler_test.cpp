@@ -1,7 +1,7 @@
 // The procfs sampler against the real kernel: %wait of two spinners sharing a CPU, voluntary
 // switches against /proc status read independently, a thread exiting between samples, and the
 // cost of one sample of a 1,000-thread process (printed, not asserted).
-#include "tui/model/procfs_sampler.hpp"
+#include "bpf/collectors/procfs_sampler.hpp"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -19,7 +19,7 @@
 #include <sstream>
 #include <thread>
 
-#include "tui/model/window.hpp"
+#include "tui/analysis/window.hpp"
 
 namespace platoon::model {
 namespace {

@@ -1,7 +1,7 @@
 // The Prometheus exposition on synthetic snapshots: label escaping, cumulative histogram buckets,
 // the series bound, exited threads folded into per-process counters exactly once, tid reuse,
 // dead processes dropped, churn that leaves the state bounded, and promtool's verdict.
-#include "tui/model/prom_metrics.hpp"
+#include "tui/outputs/prom_metrics.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

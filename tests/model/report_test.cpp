@@ -1,7 +1,7 @@
 // Reports on synthetic windows: the JSON keys of ARCHITECTURE.md present and typed (parsed back
 // with rapidjson), what procfs lacks left out and named, the text tables, --vs matching and
 // ratios with zeros.
-#include "tui/model/report.hpp"
+#include "tui/outputs/report.hpp"
 
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>

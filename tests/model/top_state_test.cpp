@@ -1,7 +1,7 @@
 // The model behind `platoon top`, without curses: sorting by every column and inverting, the
 // name filter, a selection that follows its thread across re-sorts and refreshes, scrolling,
 // bounded per-thread history, the batch source (drain vs epoll), interval and speed steps.
-#include "tui/model/top_state.hpp"
+#include "tui/dashboard/state/top_state.hpp"
 
 #include <gtest/gtest.h>
 

@@ -16,9 +16,9 @@
 #include <gtest/gtest.h>
 #include <gmock/gmock.h>
 
-#include "tui/model/trace_reader.hpp"
-#include "tui/model/trace_writer.hpp"
-#include "tui/model/window.hpp"
+#include "tui/trace/trace_reader.hpp"
+#include "tui/trace/trace_writer.hpp"
+#include "tui/analysis/window.hpp"
 
 namespace platoon::model {
 namespace {

@@ -1,6 +1,6 @@
 // Windows on synthetic snapshots with known answers: rates and shares, percentiles from the log2
 // histogram, tid reuse, threads born or exited inside the window, recordings, pairs, totals.
-#include "tui/model/window.hpp"
+#include "tui/analysis/window.hpp"
 
 #include <gtest/gtest.h>
 

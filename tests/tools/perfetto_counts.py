@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reads `protoc --decode=perfetto.protos.Trace tui/model/perfetto_trace.proto` text output on
+"""Reads `protoc --decode=perfetto.protos.Trace tui/outputs/perfetto_trace.proto` text output on
 stdin and prints, as JSON, what a test compares with the recording: sched events per CPU and
 kind, thread descriptors, counter tracks and their sample counts, and timestamp checks.
 It walks protoc's text format by indentation, so it needs nothing but python3."""

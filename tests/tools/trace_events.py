@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Counts the raw events of a platoon trace file, decoded independently of the C++ reader
-(from tui/model/TRACE-FORMAT.md alone), so tests can check what an exporter wrote against it.
+(from docs/trace-format.md alone), so tests can check what an exporter wrote against it.
 
 usage: trace_events.py FILE   → JSON: {"by_cpu": {"0": {"1": n, ...}}, "by_tid": {"tid": {"7": n}},
                                        "epoll_ok_by_tid": {...}, "drain_by_tid": {...}}

@@ -29,7 +29,7 @@ struct LiveOptions {
   // process group gets SIGTERM, then SIGKILL after kill_after_s, unless keep_running.
   double kill_after_s = 2.0;
   bool keep_running = false;
-  // Map sizes and pair aging (0: the collector's defaults, bpf/collector.hpp): for machines
+  // Map sizes and pair aging (0: the collector's defaults, bpf/collectors/collector.hpp): for machines
   // with more threads than the defaults, and for tests that fill the maps on purpose.
   uint32_t threads_max = 0;
   uint32_t pairs_max = 0;

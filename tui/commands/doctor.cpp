@@ -11,9 +11,10 @@
 #include <optional>
 
 #include "tui/commands/commands.hpp"
+#include "bpf/snapshot/clock.hpp"
 #include "tui/commands/live_source.hpp"
-#include "tui/model/doctor.hpp"
-#include "tui/model/trace_reader.hpp"
+#include "tui/analysis/doctor.hpp"
+#include "tui/trace/trace_reader.hpp"
 
 namespace platoon::cli {
 namespace {
@@ -22,12 +23,6 @@ namespace doc = model::doctor;
 
 volatile sig_atomic_t g_stop = 0;
 void on_stop(int) { g_stop = 1; }
-
-uint64_t boottime() {
-  timespec ts{};
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Everything one diagnosis needs; the tracker and the window outlive the DoctorInput that
 // points at them.
@@ -105,15 +100,15 @@ bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
   auto sink = [&run](const void* rec, size_t size) {
     if (auto h = model::event_as<platoon_event_header>(rec, size)) run.batches.add(*h, rec, size);
   };
-  const uint64_t t0 = boottime();
+  const uint64_t t0 = model::boottime_ns();
   const uint64_t end = t0 + static_cast<uint64_t>(opt.duration_s * 1e9);
   uint64_t next_refresh = t0 + 1'000'000'000ull;
   std::string status;
   while (!g_stop) {
-    const uint64_t now = boottime();
+    const uint64_t now = model::boottime_ns();
     if (now >= end) break;
     source->poll_events(static_cast<int>(std::min<uint64_t>((end - now) / 1'000'000 + 1, 100)), sink);
-    if (boottime() >= next_refresh) {
+    if (model::boottime_ns() >= next_refresh) {
       source->refresh();  // --comm: processes started since
       next_refresh += 1'000'000'000ull;
     }

@@ -13,11 +13,11 @@
 #include <utility>
 
 #include "tui/commands/commands.hpp"
-#include "tui/model/export_chrome.hpp"
-#include "tui/model/export_csv.hpp"
-#include "tui/model/export_perfetto.hpp"
-#include "tui/model/output_file.hpp"
-#include "tui/model/trace_reader.hpp"
+#include "tui/outputs/export_chrome.hpp"
+#include "tui/outputs/export_csv.hpp"
+#include "tui/outputs/export_perfetto.hpp"
+#include "tui/outputs/output_file.hpp"
+#include "tui/trace/trace_reader.hpp"
 
 namespace platoon::cli {
 namespace {
@@ -30,7 +30,7 @@ int fail(const std::string& msg) {
 // The output is written next to OUT under a temporary name (a new 0600 file) and renamed into
 // place only when complete: a bad input or a full disk never leaves a half-written OUT (or
 // clobbers an old one), and OUT is refused unless it is absent or a regular file
-// (tui/model/output_file.hpp).
+// (tui/outputs/output_file.hpp).
 class ExportFile {
  public:
   explicit ExportFile(const std::string& path)

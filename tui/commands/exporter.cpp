@@ -22,7 +22,7 @@
 #include "tui/commands/commands.hpp"
 #include "tui/commands/http_listener.hpp"
 #include "tui/commands/live_source.hpp"
-#include "tui/model/prom_metrics.hpp"
+#include "tui/outputs/prom_metrics.hpp"
 
 namespace platoon::cli {
 namespace {

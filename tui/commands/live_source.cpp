@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "bpf/collector.hpp"
-#include "tui/model/procfs_sampler.hpp"
+#include "bpf/collectors/collector.hpp"
+#include "bpf/collectors/procfs_sampler.hpp"
 
 namespace platoon::cli {
 namespace {

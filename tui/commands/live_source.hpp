@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "tui/commands/commands.hpp"
-#include "tui/model/snapshot.hpp"
+#include "bpf/snapshot/snapshot.hpp"
 
 namespace platoon::cli {
 

@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "tui/commands/commands.hpp"
+#include "bpf/snapshot/clock.hpp"
 #include "tui/commands/live_source.hpp"
-#include "tui/model/trace_writer.hpp"
+#include "tui/trace/trace_writer.hpp"
 #include "tui/version.hpp"
 
 namespace platoon::cli {
@@ -22,12 +23,6 @@ namespace {
 
 volatile sig_atomic_t g_stop_signal = 0;
 void on_stop_signal(int sig) { g_stop_signal = sig; }
-
-uint64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Raw records are batched into chunks of about this size (or every poll round, ≤ 100 ms).
 constexpr size_t kEventChunkBytes = 64 * 1024;
@@ -91,8 +86,8 @@ int run_record(const RecordOptions& opt) {
   meta.source = source->source();
   meta.attach_mode = source->attach_mode();
   meta.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
-  meta.start_boottime_ns = clock_ns(CLOCK_BOOTTIME);
-  meta.start_realtime_ns = clock_ns(CLOCK_REALTIME);
+  meta.start_boottime_ns = model::clock_ns(CLOCK_BOOTTIME);
+  meta.start_realtime_ns = model::clock_ns(CLOCK_REALTIME);
   meta.ncpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF));
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -108,8 +103,8 @@ int run_record(const RecordOptions& opt) {
   if (!writer) return fail(error);
   if (writer->replaced_earlier_file())
     std::fprintf(stderr, "platoon record: replaced the earlier %s\n", opt.output.c_str());
-  for (const auto& n : source->notes()) writer->write_note(clock_ns(CLOCK_BOOTTIME), n);
-  if (!note.empty()) writer->write_note(clock_ns(CLOCK_BOOTTIME), note);
+  for (const auto& n : source->notes()) writer->write_note(model::clock_ns(CLOCK_BOOTTIME), n);
+  if (!note.empty()) writer->write_note(model::clock_ns(CLOCK_BOOTTIME), note);
 
   struct sigaction sa{};
   sa.sa_handler = on_stop_signal;
@@ -128,7 +123,7 @@ int run_record(const RecordOptions& opt) {
   }
 
   EventBatch batch(*writer);
-  const uint64_t t0 = clock_ns(CLOCK_BOOTTIME);
+  const uint64_t t0 = model::clock_ns(CLOCK_BOOTTIME);
   const uint64_t interval_ns = meta.interval_ns;
   const uint64_t end_ns = opt.duration_s > 0 ? t0 + static_cast<uint64_t>(opt.duration_s * 1e9) : UINT64_MAX;
   std::set<pid_t> gone;
@@ -149,7 +144,7 @@ int run_record(const RecordOptions& opt) {
   };
 
   while (stop_reason.empty()) {
-    const uint64_t now = clock_ns(CLOCK_BOOTTIME);
+    const uint64_t now = model::clock_ns(CLOCK_BOOTTIME);
     const uint64_t until = std::min(next_ns, end_ns);
     if (now < until) {
       const int timeout_ms = static_cast<int>(std::min<uint64_t>((until - now) / 1'000'000 + 1, 100));
@@ -161,7 +156,7 @@ int run_record(const RecordOptions& opt) {
       stop_reason = "interrupted";
       break;
     }
-    const uint64_t t = clock_ns(CLOCK_BOOTTIME);
+    const uint64_t t = model::clock_ns(CLOCK_BOOTTIME);
     if (t >= next_ns || t >= end_ns) {
       source->refresh();
       last = source->snapshot();
@@ -194,10 +189,10 @@ int run_record(const RecordOptions& opt) {
   last = source->snapshot();
   threads_seen = std::max(threads_seen, last.threads.size());
   writer->write_snapshot(last);
-  for (const auto& n : source->cost_notes()) writer->write_note(clock_ns(CLOCK_BOOTTIME), n);
+  for (const auto& n : source->cost_notes()) writer->write_note(model::clock_ns(CLOCK_BOOTTIME), n);
   if (!writer->finish(stop_reason)) return fail(writer->error());
 
-  const uint64_t dur = clock_ns(CLOCK_BOOTTIME) - t0;
+  const uint64_t dur = model::clock_ns(CLOCK_BOOTTIME) - t0;
   if (!opt.quiet)
     std::fprintf(stderr,
                  "platoon record: %s after %s: %zu threads, %" PRIu64 " events, %" PRIu64

@@ -4,8 +4,8 @@
 #include <optional>
 
 #include "tui/commands/commands.hpp"
-#include "tui/model/report.hpp"
-#include "tui/model/trace_reader.hpp"
+#include "tui/outputs/report.hpp"
+#include "tui/trace/trace_reader.hpp"
 
 namespace platoon::cli {
 namespace {

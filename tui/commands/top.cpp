@@ -12,11 +12,12 @@
 #include <set>
 
 #include "tui/commands/commands.hpp"
+#include "bpf/snapshot/clock.hpp"
 #include "tui/commands/live_source.hpp"
 #include "tui/commands/top_loop.hpp"
-#include "tui/model/window.hpp"
+#include "tui/analysis/window.hpp"
 #include "tui/version.hpp"
-#include "tui/views/screen.hpp"
+#include "tui/dashboard/views/screen.hpp"
 
 namespace platoon::cli {
 
@@ -74,10 +75,10 @@ class LiveTop {
 
   void run() {
     prev_ = source_->snapshot();
-    next_ = boottime_ns() + interval_ns();
+    next_ = model::boottime_ns() + interval_ns();
     if (screen_) screen_->draw(st_);
     while (!stop_requested()) {
-      const uint64_t now = boottime_ns();
+      const uint64_t now = model::boottime_ns();
       if (now >= next_) {
         if (!tick()) break;
         continue;
@@ -113,7 +114,7 @@ class LiveTop {
   bool on_key(int key) {
     const Intent in = apply_key(key, st_, screen_->page_rows());
     if (in == Intent::quit) return false;
-    if (in == Intent::retime) next_ = boottime_ns() + interval_ns();
+    if (in == Intent::retime) next_ = model::boottime_ns() + interval_ns();
     if (in == Intent::record) {
       std::string error;
       if (recorder_.active()) recorder_.stop("stopped from top");
@@ -135,7 +136,7 @@ class LiveTop {
     if (!st_.paused()) st_.push(model::make_window(prev_, cur));
     prev_ = std::move(cur);
     next_ += interval_ns();
-    if (next_ < boottime_ns()) next_ = boottime_ns() + interval_ns();  // fell behind: no burst
+    if (next_ < model::boottime_ns()) next_ = model::boottime_ns() + interval_ns();  // fell behind: no burst
     if (ended_.empty()) {
       ended_ = targets_gone(opt_, pids_, child_);
       if (!ended_.empty()) st_.status = screen_ ? ended_ + " (q quits)" : ended_;

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <ctime>
 
-#include "tui/keymap.hpp"
+#include "tui/dashboard/input/keymap.hpp"
 
 namespace platoon::cli {
 
@@ -26,12 +26,6 @@ void install_stop_signals() {
 }
 
 bool stop_requested() { return g_stop != 0; }
-
-uint64_t boottime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 Intent apply_key(int key, model::TopState& st, int page) {
   using tui::Action;

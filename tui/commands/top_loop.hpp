@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "tui/model/snapshot.hpp"
-#include "tui/model/top_state.hpp"
-#include "tui/model/trace_writer.hpp"
+#include "bpf/snapshot/snapshot.hpp"
+#include "tui/dashboard/state/top_state.hpp"
+#include "tui/trace/trace_writer.hpp"
 
 namespace platoon::cli {
 
@@ -16,7 +16,6 @@ namespace platoon::cli {
 // restored by the Screen's destructor rather than from inside a signal handler.
 void install_stop_signals();
 bool stop_requested();
-uint64_t boottime_ns();
 
 // What a key asks of the loop beyond changing the model.
 enum class Intent { none, redraw, quit, retime, record, step_forward, step_back };

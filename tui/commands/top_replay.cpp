@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "tui/commands/commands.hpp"
+#include "bpf/snapshot/clock.hpp"
 #include "tui/commands/top_loop.hpp"
-#include "tui/model/trace_reader.hpp"
-#include "tui/model/window.hpp"
-#include "tui/views/screen.hpp"
+#include "tui/trace/trace_reader.hpp"
+#include "tui/analysis/window.hpp"
+#include "tui/dashboard/views/screen.hpp"
 
 namespace platoon::cli {
 
@@ -92,15 +93,15 @@ int run_top_replay(const TopOptions& opt) {
   if (!screen) return fail(error);
   seek(st, snaps, 1);
   screen->draw(st);
-  uint64_t next = boottime_ns() + step_ns(st, interval_ns);
+  uint64_t next = model::boottime_ns() + step_ns(st, interval_ns);
   while (!stop_requested()) {
-    const uint64_t now = boottime_ns();
+    const uint64_t now = model::boottime_ns();
     if (now < next) {
       const int key = screen->read_key(static_cast<int>(std::min<uint64_t>((next - now) / 1'000'000 + 1, 60'000)));
       if (key == -1) continue;
       const Intent in = apply_key(key, st, screen->page_rows());
       if (in == Intent::quit) break;
-      if (in == Intent::retime) next = boottime_ns() + step_ns(st, interval_ns);
+      if (in == Intent::retime) next = model::boottime_ns() + step_ns(st, interval_ns);
       if (in == Intent::record) st.status = "recording is for live targets";
       if (in == Intent::step_forward || in == Intent::step_back) {
         if (!st.paused()) st.toggle_pause();  // stepping means looking closely: hold still
@@ -110,7 +111,7 @@ int run_top_replay(const TopOptions& opt) {
       screen->draw(st);
       continue;
     }
-    next = boottime_ns() + step_ns(st, interval_ns);
+    next = model::boottime_ns() + step_ns(st, interval_ns);
     if (st.paused() || r.position >= r.count) continue;
     seek(st, snaps, r.position + 1);
     screen->draw(st);

@@ -1,0 +1,708 @@
+#include "bpf/collectors/collector.hpp"
+#include "bpf/snapshot/clock.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "bpf/collectors/features.hpp"
+#include "bpf/platoon.h"
+#include "bpf/collectors/system.hpp"
+#include "platoon.skel.h"
+
+namespace platoon::bpf {
+
+using model::boottime_ns;
+
+namespace {
+
+// libbpf's print callback is process-wide; its debug chatter (and the warnings of a failed
+// attempt we recover from, like a tp_btf load before the raw_tp fallback) only with verbose.
+std::atomic<bool> g_verbose{false};
+// The first warning of the current load attempt that names a failure ("prog 'x': BPF program
+// load failed: Invalid argument"): the reason a fallback note or error gives.
+std::mutex g_reason_mu;
+std::string g_reason;
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
+  if (level == LIBBPF_WARN) {
+    va_list copy;
+    va_copy(copy, args);
+    char line[512];
+    std::vsnprintf(line, sizeof line, fmt, copy);
+    va_end(copy);
+    std::string l(line);
+    while (!l.empty() && (l.back() == '\n' || l.back() == ' ')) l.pop_back();
+    if (l.rfind("libbpf: ", 0) == 0) l.erase(0, 8);
+    std::lock_guard lk(g_reason_mu);
+    if (g_reason.empty() && l.find("fail") != std::string::npos) g_reason = l;
+  }
+  if (!g_verbose.load(std::memory_order_relaxed)) return 0;
+  return std::vfprintf(stderr, fmt, args);
+}
+
+std::string take_reason() {
+  std::lock_guard lk(g_reason_mu);
+  return std::exchange(g_reason, {});
+}
+
+struct SkelDeleter {
+  void operator()(platoon_bpf* s) const { platoon_bpf__destroy(s); }
+};
+struct LinkDeleter {
+  void operator()(bpf_link* l) const { bpf_link__destroy(l); }
+};
+struct RingDeleter {
+  void operator()(ring_buffer* r) const { ring_buffer__free(r); }
+};
+using SkelPtr = std::unique_ptr<platoon_bpf, SkelDeleter>;
+using LinkPtr = std::unique_ptr<bpf_link, LinkDeleter>;
+using RingPtr = std::unique_ptr<ring_buffer, RingDeleter>;
+
+// One hook in both flavours; the loader keeps one of each pair.
+struct HookPair {
+  bpf_program* btf;
+  bpf_program* raw;
+};
+
+std::vector<HookPair> hook_pairs(platoon_bpf* s) {
+  auto& p = s->progs;
+  return {{p.switch_btf, p.switch_raw},         {p.waking_btf, p.waking_raw},
+          {p.wakeup_btf, p.wakeup_raw},         {p.wakeup_new_btf, p.wakeup_new_raw},
+          {p.migrate_btf, p.migrate_raw},       {p.exit_btf, p.exit_raw},
+          {p.exec_btf, p.exec_raw},             {p.fork_btf, p.fork_raw}};
+}
+
+struct EpollHook {
+  const char* syscall;
+  bpf_program* enter;
+  bpf_program* exit;
+};
+
+std::vector<EpollHook> epoll_hooks(platoon_bpf* s) {
+  auto& p = s->progs;
+  return {{"epoll_wait", p.epoll_wait_enter, p.epoll_wait_exit},
+          {"epoll_pwait", p.epoll_pwait_enter, p.epoll_pwait_exit},
+          {"epoll_pwait2", p.epoll_pwait2_enter, p.epoll_pwait2_exit}};
+}
+
+struct UsdtProbe {
+  const char* name;
+  bpf_program* prog;
+};
+
+std::vector<UsdtProbe> usdt_probes(platoon_bpf* s) {
+  auto& p = s->progs;
+  // Not poll, drain_start or drain_end: a uprobe hit costs a trap, and `drain` carries what
+  // the three would (the epoll syscalls give the I/O side).
+  return {{"drain", p.usdt_drain}, {"steal", p.usdt_steal}};
+}
+
+size_t round_ringbuf(size_t bytes) {
+  // A ring buffer's size is a power of two and a multiple of the page size.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t n = page;
+  while (n < bytes && n < (size_t{1} << 31)) n <<= 1;
+  return n;
+}
+
+std::string errstr(int err) { return std::strerror(err < 0 ? -err : err); }
+
+using PairId = std::tuple<__u32, __u32, __u32>;  // tid, other, kind
+PairId pair_id(const platoon_pair_key& k) { return {k.tid, k.other, k.kind}; }
+
+// Pairs aged out of the kernel map whose thread is alive, kept with their identity up to this
+// many times the map's size; beyond it a thread's further retirees are folded into one
+// "[aged]" pair per kind (other = kAgedOther), so user space stays bounded too.
+constexpr size_t kRetiredPerMapEntry = 4;
+constexpr __u32 kAgedOther = 0xffffffffu;
+
+}  // namespace
+
+struct Collector::Impl {
+  CollectorOptions opts;
+  SkelPtr skel;
+  bool raw_tp = false;
+  std::vector<LinkPtr> usdt_links;
+  RingPtr ring;
+  std::vector<std::string> notes;
+  std::unordered_set<pid_t> pids;         // added from user space (for USDT attach)
+  std::string comm;                       // truncated to what the kernel keeps
+  int ncpus = 1;
+  const std::function<void(const void*, size_t)>* sink = nullptr;
+  size_t polled = 0;
+  uint32_t fields = model::kFieldsBpf;
+  bool usdt = true;                       // the runtime probes loaded
+  std::unordered_map<pid_t, std::string> usdt_exe;  // pid -> executable its probes were looked up in
+  // Pair aging: counts as last read, and since when they have not changed.
+  struct Track {
+    __u64 count = 0, ns = 0;
+    uint64_t since_ns = 0;
+  };
+  std::map<PairId, Track> track;
+  std::map<PairId, platoon_pair_value> retired;   // aged out of the kernel map, thread alive
+
+  static int on_record(void* ctx, void* data, size_t size) {
+    auto* self = static_cast<Impl*>(ctx);
+    // No exception may cross libbpf's C frames: a throwing sink stops this poll.
+    try {
+      if (self->sink) (*self->sink)(data, size);
+      ++self->polled;
+      return 0;
+    } catch (...) {
+      return -ECANCELED;
+    }
+  }
+
+  void attach_usdt(pid_t pid);
+  void seed();
+  bool target(pid_t pid);
+  void adopt_kernel_targets();
+  std::vector<std::pair<platoon_pair_key, platoon_pair_value>> read_pairs() const;
+  void age_pairs(const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs, uint64_t now);
+  void retire(const platoon_pair_key& k, const platoon_pair_value& v);
+};
+
+namespace {
+
+// One load attempt: the attach mode, what the kernel offers, and whether the optional programs
+// (seed walk, epoll, runtime probes) are in. Fills the fields and notes of what it drops.
+struct Attempt {
+  bool raw_tp = false;
+  bool optional = true;       // seed, epoll and usdt programs
+};
+struct Plan {
+  uint32_t fields = model::kFieldsBpf;
+  bool usdt = false;
+  bool events = false;
+  std::vector<std::string> notes;
+};
+
+// Opens and loads the skeleton for one attempt. On failure returns nullptr and the libbpf
+// error (negative errno).
+SkelPtr load_skeleton(const CollectorOptions& o, const std::string& comm, const KernelFeatures& kf,
+                      const Injected& inject, const Attempt& a, bool have_tracefs,
+                      const std::string& events_dir, Plan* plan, int* err) {
+  take_reason();
+  if (inject.has(a.raw_tp ? "raw_tp" : "tp_btf")) {
+    // As a kernel without trampolines (tp_btf) or with an older verifier answers.
+    std::lock_guard lk(g_reason_mu);
+    g_reason = std::string(a.raw_tp ? "raw_tp" : "tp_btf") + " programs failed to load (injected by PLATOON_INJECT_LOAD_FAIL)";
+    *err = -EINVAL;
+    return nullptr;
+  }
+  SkelPtr skel(platoon_bpf__open());
+  if (!skel) {
+    *err = -errno;
+    return nullptr;
+  }
+  plan->events = o.record_events && kf.ringbuf;
+  if (o.record_events && !kf.ringbuf)
+    plan->notes.push_back("events: kernel has no BPF ring buffer (5.8+): raw events are not recorded, aggregates are");
+  skel->rodata->targ_events = plan->events;
+  skel->rodata->targ_wakeup_bytes = std::max<uint64_t>(o.ringbuf_bytes / 4, 1);
+  skel->rodata->targ_comm_set = !comm.empty();
+  skel->rodata->targ_follow_forks = o.follow_forks;
+  skel->rodata->targ_switch_state_arg = kf.switch_state_arg;
+  skel->rodata->targ_cpu_slots = std::min<uint32_t>(std::max<uint32_t>(o.cpu_slots, 1), PLATOON_MAX_CPUS);
+  if (!kf.switch_state_arg)
+    plan->notes.push_back("sched_switch has no prev_state argument (5.18+): a block a signal cancelled counts as involuntary");
+  std::memset(skel->rodata->targ_comm, 0, sizeof skel->rodata->targ_comm);
+  std::memcpy(skel->rodata->targ_comm, comm.data(), std::min(comm.size(), sizeof skel->rodata->targ_comm - 1));
+  bpf_map__set_max_entries(skel->maps.stats, std::max<uint32_t>(o.threads_max, 1));
+  bpf_map__set_max_entries(skel->maps.pairs, std::max<uint32_t>(o.pairs_max, 1));
+  if (kf.ringbuf) {
+    // Without recording the ring buffer is never written: keep it one page.
+    bpf_map__set_max_entries(skel->maps.events,
+                             static_cast<uint32_t>(round_ringbuf(plan->events ? o.ringbuf_bytes : 1)));
+  } else {
+    // The programs still name the map, in code the verifier drops (targ_events is false):
+    // any map type the kernel can create will do.
+    bpf_map__set_type(skel->maps.events, BPF_MAP_TYPE_ARRAY);
+    bpf_map__set_key_size(skel->maps.events, 4);
+    bpf_map__set_value_size(skel->maps.events, 4);
+    bpf_map__set_max_entries(skel->maps.events, 1);
+  }
+
+  for (const HookPair& h : hook_pairs(skel.get())) {
+    bpf_program__set_autoload(h.btf, !a.raw_tp);
+    bpf_program__set_autoload(h.raw, a.raw_tp);
+  }
+  // The attach-time task walk is a tracing program too: only with tp_btf.
+  const bool seed = !a.raw_tp && a.optional && kf.task_iter;
+  bpf_program__set_autoload(skel->progs.seed_threads, seed);
+  if (!a.raw_tp && !kf.task_iter)
+    plan->notes.push_back("seed: kernel has no task iterator (5.8+): threads existing at attach appear at their first event");
+  const bool no_epoll = !a.optional || inject.has("epoll");
+  bool any_epoll = false;
+  for (const EpollHook& e : epoll_hooks(skel.get())) {
+    const bool present = !no_epoll && have_tracefs &&
+                         access((events_dir + "/syscalls/sys_enter_" + e.syscall).c_str(), F_OK) == 0;
+    bpf_program__set_autoload(e.enter, present);
+    bpf_program__set_autoload(e.exit, present);
+    any_epoll |= present;
+    if (!present && a.optional)
+      plan->notes.push_back(std::string("epoll: no tracepoint for ") + e.syscall + (have_tracefs ? "" : " (no tracefs)"));
+  }
+  if (!any_epoll) plan->fields &= ~model::kFieldIo;
+  plan->usdt = o.attach_usdt && a.optional && !inject.has("usdt");
+  for (const UsdtProbe& u : usdt_probes(skel.get())) bpf_program__set_autoload(u.prog, plan->usdt);
+  if (o.attach_usdt && !plan->usdt) {
+    plan->fields &= ~model::kFieldDrain;
+    if (a.optional) plan->notes.push_back("usdt: runtime probes failed to load (injected by PLATOON_INJECT_LOAD_FAIL)");
+  }
+  if (!o.attach_usdt) plan->fields &= ~model::kFieldDrain;
+
+  *err = platoon_bpf__load(skel.get());
+  if (*err) return nullptr;
+  return skel;
+}
+
+}  // namespace
+
+std::unique_ptr<Collector> Collector::open(const CollectorOptions& opts, OpenError* kind,
+                                           std::string* message) {
+  auto fail = [&](OpenError k, std::string m) -> std::unique_ptr<Collector> {
+    if (kind) *kind = k;
+    if (message) *message = std::move(m);
+    return nullptr;
+  };
+  if (kind) *kind = OpenError::none;
+  g_verbose.store(opts.verbose);
+  libbpf_set_print(libbpf_print);
+
+  if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+    return fail(OpenError::no_btf, "kernel has no BTF (/sys/kernel/btf/vmlinux): use --procfs");
+  for (pid_t pid : opts.pids)
+    if (!process_exists(pid)) return fail(OpenError::no_such_process, "no such process: " + std::to_string(pid));
+  if (opts.pids.empty() && opts.comm.empty())
+    return fail(OpenError::other, "no target: give pids or a comm");
+
+  auto impl = std::make_unique<Impl>();
+  impl->opts = opts;
+  impl->comm = opts.comm.substr(0, PLATOON_COMM_LEN - 1);
+  impl->ncpus = std::max(1, libbpf_num_possible_cpus());
+
+  std::string tracefs_error;
+  const std::string events_dir = ensure_tracefs(&tracefs_error);
+  if (events_dir.empty()) impl->notes.push_back("epoll: " + tracefs_error + "; epoll is not traced");
+
+  const Injected inject = injected_failures();
+  const KernelFeatures kf = probe_features(inject);
+  if (!kf.boot_clock)
+    return fail(OpenError::unsupported, "kernel lacks bpf_ktime_get_boot_ns (5.8+), the programs' clock");
+
+  // Attempts from the richest down: tp_btf, raw_tp (no trampolines needed), raw_tp without the
+  // optional programs. The first that loads wins; what it drops is noted and its fields kept.
+  std::vector<Attempt> attempts;
+  if (!opts.force_raw_tp && kf.tp_btf) attempts.push_back({false, true});
+  attempts.push_back({true, true});
+  attempts.push_back({true, false});
+  int err = 0;
+  SkelPtr skel;
+  Plan plan;
+  std::string reasons;
+  const Attempt* loaded = nullptr;
+  for (const Attempt& a : attempts) {
+    plan = Plan{};
+    skel = load_skeleton(opts, impl->comm, kf, inject, a, !events_dir.empty(), events_dir, &plan, &err);
+    if (skel) {
+      loaded = &a;
+      break;
+    }
+    if (err == -EPERM || (err == -EACCES && geteuid() != 0)) break;
+    std::string reason = take_reason();
+    if (reason.empty()) reason = errstr(err);
+    const char* what = !a.raw_tp ? "tp_btf" : a.optional ? "raw_tp" : "raw_tp without epoll/usdt";
+    reasons += std::string(reasons.empty() ? "" : "; ") + what + ": " + reason;
+  }
+  if (!skel) {
+    if (err == -EPERM || (err == -EACCES && geteuid() != 0))
+      return fail(OpenError::permission, "BPF needs root or CAP_BPF+CAP_PERFMON: run as root, or use --procfs");
+    return fail(OpenError::unsupported, "the BPF programs do not load on this kernel (" + reasons + ")" +
+                                            (opts.verbose ? "" : "; --verbose shows libbpf's log"));
+  }
+  if (!reasons.empty()) impl->notes.push_back("bpf: " + reasons + "; using " +
+                                              (loaded->optional ? "raw_tp" : "raw_tp without epoll and usdt (lacks: io, drain)"));
+  else if (!kf.tp_btf && !opts.force_raw_tp)
+    impl->notes.push_back("bpf: kernel has no BTF-typed tracepoints (5.5+): using raw_tp");
+  for (auto& n : plan.notes) impl->notes.push_back(std::move(n));
+  impl->fields = plan.fields;
+  impl->usdt = plan.usdt;
+  const bool raw_tp = loaded->raw_tp;
+  impl->skel = std::move(skel);
+  impl->raw_tp = raw_tp;
+
+  for (pid_t pid : opts.pids)
+    if (!impl->target(pid)) return fail(OpenError::other, "cannot add target " + std::to_string(pid) + ": target map full");
+
+  err = platoon_bpf__attach(impl->skel.get());
+  if (err) {
+    if (err == -EPERM) return fail(OpenError::permission, "BPF needs root or CAP_BPF+CAP_PERFMON: run as root, or use --procfs");
+    return fail(OpenError::other, "cannot attach the BPF programs: " + errstr(err));
+  }
+  if (plan.events) {
+    impl->ring.reset(ring_buffer__new(bpf_map__fd(impl->skel->maps.events), Impl::on_record, impl.get(), nullptr));
+    if (!impl->ring) return fail(OpenError::other, "cannot open the ring buffer: " + errstr(errno));
+  }
+
+  std::unique_ptr<Collector> c(new Collector(std::move(impl)));
+  Impl& im = *c->impl_;
+  if (!im.comm.empty()) c->rescan_comm();  // attaches the probes of what it adds
+  std::vector<pid_t> watched = opts.pids;
+  // Following forks covers the process tree that exists now as well as what it forks later.
+  if (opts.follow_forks)
+    for (pid_t pid : descendants_of(opts.pids)) {
+      if (im.target(pid)) watched.push_back(pid);
+      else im.notes.push_back("target map full: pid " + std::to_string(pid) + " is not watched");
+    }
+  if (im.usdt)
+    for (pid_t pid : watched) im.attach_usdt(pid);
+  im.seed();
+  return c;
+}
+
+Collector::Collector(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Collector::~Collector() {
+  // Links and the ring buffer go before the skeleton that owns their programs and maps.
+  if (impl_) {
+    impl_->ring.reset();
+    impl_->usdt_links.clear();
+  }
+}
+
+bool Collector::Impl::target(pid_t pid) {
+  const __u32 key = static_cast<__u32>(pid);
+  const __u8 one = 1;
+  // The programs test the bitmap mirror of `targets` (see target_bits in platoon.bpf.c). As
+  // there, only the insert that succeeds sets the bit, with an add.
+  if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &key, &one, BPF_NOEXIST) == 0) {
+    constexpr size_t kWords = sizeof skel->bss->target_bits / sizeof skel->bss->target_bits[0];
+    if (key / 64 < kWords) __atomic_fetch_add(&skel->bss->target_bits[key / 64], __u64{1} << (key % 64), __ATOMIC_RELAXED);
+  } else if (errno != EEXIST) {
+    return false;
+  }
+  pids.insert(pid);
+  return true;
+}
+
+void Collector::Impl::attach_usdt(pid_t pid) {
+  const std::string exe = exe_path(pid);
+  usdt_exe[pid] = exe;
+  // Attach through /proc/PID/exe: it names the right file even when the target lives in
+  // another mount namespace or its binary was replaced on disk.
+  const std::string path = "/proc/" + std::to_string(pid) + "/exe";
+  int attached = 0;
+  int first_err = 0;
+  for (const UsdtProbe& u : usdt_probes(skel.get())) {
+    bpf_link* link = bpf_program__attach_usdt(u.prog, pid, path.c_str(), "platoon", u.name, nullptr);
+    if (!link) {
+      if (!first_err) first_err = -errno;
+      continue;
+    }
+    usdt_links.emplace_back(link);
+    ++attached;
+  }
+  const std::string who = (exe.empty() ? path : exe) + " (pid " + std::to_string(pid) + ")";
+  if (attached == 0 && (first_err == -ENOENT || first_err == -ESRCH))
+    notes.push_back("usdt: no platoon probes in " + who);
+  else if (attached == 0)
+    notes.push_back("usdt: cannot attach to " + who + ": " + errstr(first_err));
+  else
+    notes.push_back("usdt: attached " + std::to_string(attached) + " probes to " + who);
+}
+
+void Collector::Impl::seed() {
+  bpf_link* link = skel->links.seed_threads;
+  if (!link) return;  // raw_tp mode: existing threads appear at their first event
+  const int fd = bpf_iter_create(bpf_link__fd(link));
+  if (fd < 0) {
+    notes.push_back("seed: cannot run the task walk: " + errstr(errno));
+    return;
+  }
+  char buf[256];
+  while (read(fd, buf, sizeof buf) > 0) {
+  }
+  close(fd);
+}
+
+bool Collector::add_pid(pid_t tgid) {
+  if (!process_exists(tgid)) return false;
+  const bool known = impl_->pids.count(tgid) != 0;
+  if (!impl_->target(tgid)) {
+    impl_->notes.push_back("target map full: pid " + std::to_string(tgid) + " is not watched");
+    return false;
+  }
+  if (!known && impl_->usdt) impl_->attach_usdt(tgid);
+  impl_->seed();
+  return true;
+}
+
+size_t Collector::rescan_comm() {
+  if (impl_->comm.empty()) return 0;
+  size_t added = 0;
+  for (pid_t pid : pids_with_comm(impl_->comm)) {
+    if (impl_->pids.count(pid)) continue;
+    if (add_pid(pid)) ++added;
+  }
+  return added;
+}
+
+void Collector::Impl::adopt_kernel_targets() {
+  const int fd = bpf_map__fd(skel->maps.targets);
+  __u32 key = 0, next = 0;
+  const __u32* prev = nullptr;
+  std::vector<pid_t> found;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    found.push_back(static_cast<pid_t>(next));
+    key = next;
+    prev = &key;
+  }
+  for (pid_t pid : found) {
+    pids.insert(pid);
+    if (!usdt) continue;
+    // A forked child is found before or after its exec: look again once its executable changed.
+    auto it = usdt_exe.find(pid);
+    if (it == usdt_exe.end() || (it->second != exe_path(pid) && !exe_path(pid).empty())) attach_usdt(pid);
+  }
+}
+
+void Collector::refresh() {
+  rescan_comm();
+  if (impl_->opts.follow_forks || !impl_->comm.empty()) impl_->adopt_kernel_targets();
+  impl_->age_pairs(impl_->read_pairs(), boottime_ns());
+}
+
+std::vector<std::pair<platoon_pair_key, platoon_pair_value>> Collector::Impl::read_pairs() const {
+  std::vector<std::pair<platoon_pair_key, platoon_pair_value>> out;
+  const int fd = bpf_map__fd(skel->maps.pairs);
+  platoon_pair_key key{}, next{};
+  const platoon_pair_key* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    platoon_pair_value v;
+    if (bpf_map_lookup_elem(fd, &next, &v) == 0) out.emplace_back(next, v);
+    key = next;
+    prev = &key;
+  }
+  return out;
+}
+
+void Collector::Impl::retire(const platoon_pair_key& k, const platoon_pair_value& v) {
+  auto it = retired.find(pair_id(k));
+  if (it == retired.end() && retired.size() >= kRetiredPerMapEntry * std::max<size_t>(opts.pairs_max, 1)) {
+    platoon_pair_value aged{};
+    std::memcpy(aged.other_comm, "[aged]", sizeof "[aged]");
+    it = retired.emplace(PairId{k.tid, kAgedOther, k.kind}, aged).first;
+  } else if (it == retired.end()) {
+    platoon_pair_value base = v;
+    base.count = base.ns = 0;
+    it = retired.emplace(pair_id(k), base).first;
+  }
+  it->second.count += v.count;
+  it->second.ns += v.ns;
+}
+
+// Pairs whose counts stayed the same for pair_idle_s leave the kernel map; what they counted
+// moves to `retired` and keeps being reported. lookup_and_delete (5.14+ for hashes) takes the
+// value and the entry at once, so an add that lands in between is not lost; without it a
+// plain delete after the read loses at most such an add.
+void Collector::Impl::age_pairs(const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs,
+                                uint64_t now) {
+  if (opts.pair_idle_s <= 0) return;
+  const uint64_t idle_ns = static_cast<uint64_t>(opts.pair_idle_s * 1e9);
+  const int fd = bpf_map__fd(skel->maps.pairs);
+  std::map<PairId, Track> seen;
+  for (const auto& [k, v] : pairs) {
+    Track t{v.count, v.ns, now};
+    auto it = track.find(pair_id(k));
+    if (it != track.end() && it->second.count == v.count && it->second.ns == v.ns) t.since_ns = it->second.since_ns;
+    if (now - t.since_ns < idle_ns) {
+      seen.emplace(pair_id(k), t);
+      continue;
+    }
+    platoon_pair_value last;
+    if (bpf_map_lookup_and_delete_elem(fd, &k, &last) == 0) {
+      retire(k, last);
+    } else if (bpf_map_delete_elem(fd, &k) == 0) {
+      retire(k, v);
+    }
+  }
+  track = std::move(seen);
+}
+
+size_t Collector::pairs_in_kernel() const { return impl_->read_pairs().size(); }
+
+uint32_t Collector::fields() const { return impl_->fields; }
+
+const char* Collector::attach_mode() const { return impl_->raw_tp ? "raw_tp" : "tp_btf"; }
+
+std::vector<std::string> Collector::notes() const { return impl_->notes; }
+
+model::Snapshot Collector::snapshot() {
+  model::Snapshot snap;
+  snap.source = model::Source::bpf;
+  snap.fields = impl_->fields;
+  platoon_bpf* s = impl_->skel.get();
+
+  // Copy every entry first, then take the clock: every in-flight start is then <= now.
+  std::vector<platoon_thread_stats> values;
+  {
+    const int fd = bpf_map__fd(s->maps.stats);
+    __u32 key = 0, next = 0;
+    const __u32* prev = nullptr;
+    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+      platoon_thread_stats v;
+      if (bpf_map_lookup_elem(fd, &next, &v) == 0) values.push_back(v);
+      key = next;
+      prev = &key;
+    }
+  }
+  const std::vector<std::pair<platoon_pair_key, platoon_pair_value>> pair_values = impl_->read_pairs();
+  const uint64_t now = boottime_ns();
+  snap.ts_ns = now;
+
+  std::unordered_set<__u32> exited;
+  snap.threads.reserve(values.size());
+  for (const platoon_thread_stats& v : values) {
+    model::ThreadSample t;
+    t.tid = v.tid;
+    t.pid = v.pid;
+    t.comm.assign(v.comm, strnlen(v.comm, sizeof v.comm));
+    if (t.comm.empty()) t.comm = thread_comm(static_cast<pid_t>(v.pid), static_cast<pid_t>(v.tid));
+    t.exited = v.exited != 0;
+    t.first_seen_ns = v.first_seen_ns;
+    t.last_cpu = v.last_cpu;
+    t.run_ns = v.run_ns;
+    t.wait_ns = v.wait_ns;
+    // The interval in progress counts up to now, so a thread that never switches (a spinner
+    // alone on its CPU) still shows its time. The copy may be torn against a concurrent
+    // update; the start <= now check keeps a torn read from adding garbage.
+    if (!t.exited && v.on_cpu && v.run_start_ns && v.run_start_ns <= now) t.run_ns += now - v.run_start_ns;
+    if (!t.exited && v.runnable && v.wait_start_ns && v.wait_start_ns <= now) t.wait_ns += now - v.wait_start_ns;
+    t.switches_voluntary = v.switches_voluntary;
+    t.switches_involuntary = v.switches_involuntary;
+    t.switch_ins = v.switch_ins;
+    t.migrations = v.migrations;
+    t.wakeups = v.wakeups;
+    t.runq_max_ns = v.runq_max_ns;
+    std::copy(std::begin(v.runq_hist), std::end(v.runq_hist), t.runq_hist.begin());
+    const int cpus = std::min({impl_->ncpus, PLATOON_MAX_CPUS, static_cast<int>(impl_->opts.cpu_slots)});
+    t.cpu_switch_ins.assign(v.cpu_switch_ins, v.cpu_switch_ins + cpus);
+    t.cpu_overflow = v.cpu_overflow;
+    t.io_cycles = v.io_cycles;
+    t.io_events = v.io_events;
+    t.io_blocked_ns = v.io_blocked_ns;
+    if (v.epoll_enter_ns && v.epoll_enter_ns <= now && !t.exited) t.io_blocked_ns += now - v.epoll_enter_ns;
+    std::copy(std::begin(v.io_events_hist), std::end(v.io_events_hist), t.io_events_hist.begin());
+    t.drains = v.drains;
+    t.drain_depth_sum = v.drain_depth_sum;
+    std::copy(std::begin(v.drain_depth_hist), std::end(v.drain_depth_hist), t.drain_depth_hist.begin());
+    t.drain_fibers_run = v.drain_fibers_run;
+    t.drain_ns = v.drain_ns;
+    t.steals = v.steals;
+    t.stolen_fibers = v.stolen_fibers;
+    t.polls = v.polls;
+    t.poll_events = v.poll_events;
+    if (t.exited) exited.insert(v.tid);
+    snap.threads.push_back(std::move(t));
+  }
+  std::sort(snap.threads.begin(), snap.threads.end(),
+            [](const model::ThreadSample& a, const model::ThreadSample& b) { return a.tid < b.tid; });
+
+  // Kernel pairs plus what aged out of the map for the same key (or was folded into "[aged]").
+  snap.pairs.reserve(pair_values.size() + impl_->retired.size());
+  auto emit = [&](__u32 tid, __u32 other, __u32 kind, const platoon_pair_value& v, const platoon_pair_value* more) {
+    model::PairSample p;
+    p.tid = tid;
+    p.kind = static_cast<model::PairKind>(kind);
+    p.other_tid = other;
+    p.other_pid = v.other_pid;
+    p.other_comm.assign(v.other_comm, strnlen(v.other_comm, sizeof v.other_comm));
+    p.count = v.count + (more ? more->count : 0);
+    p.ns = v.ns + (more ? more->ns : 0);
+    snap.pairs.push_back(std::move(p));
+  };
+  std::set<PairId> in_kernel;
+  for (const auto& [k, v] : pair_values) {
+    auto r = impl_->retired.find(pair_id(k));
+    emit(k.tid, k.other, k.kind, v, r == impl_->retired.end() ? nullptr : &r->second);
+    in_kernel.insert(pair_id(k));
+  }
+  for (const auto& [id, v] : impl_->retired)
+    if (!in_kernel.count(id)) emit(std::get<0>(id), std::get<1>(id), std::get<2>(id), v, nullptr);
+
+  // Exited threads have now been reported: their entries (and pairs, here and aged) go.
+  for (__u32 tid : exited) bpf_map_delete_elem(bpf_map__fd(s->maps.stats), &tid);
+  if (!exited.empty()) {
+    for (const auto& [k, v] : pair_values)
+      if (exited.count(k.tid)) bpf_map_delete_elem(bpf_map__fd(s->maps.pairs), &k);
+    for (auto it = impl_->retired.begin(); it != impl_->retired.end();)
+      it = exited.count(std::get<0>(it->first)) ? impl_->retired.erase(it) : std::next(it);
+  }
+  impl_->age_pairs(pair_values, now);
+
+  // Losses: the per-CPU drop counters, summed over CPUs except the ring buffer's (per CPU).
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(impl_->ncpus));
+  snap.lost_events_per_cpu.assign(static_cast<size_t>(impl_->ncpus), 0);
+  for (__u32 kind = 0; kind < PLATOON_DROP_KINDS; ++kind) {
+    std::fill(per_cpu.begin(), per_cpu.end(), 0);
+    if (bpf_map_lookup_elem(bpf_map__fd(s->maps.drops), &kind, per_cpu.data()) != 0) continue;
+    uint64_t sum = 0;
+    for (uint64_t n : per_cpu) sum += n;
+    switch (kind) {
+      case PLATOON_DROP_RINGBUF: snap.lost_events_per_cpu = per_cpu; break;
+      case PLATOON_DROP_THREADS: snap.untracked_threads = sum; break;
+      case PLATOON_DROP_PAIRS: snap.lost_pairs = sum; break;
+      case PLATOON_DROP_TARGETS: snap.lost_targets = sum; break;
+      default: break;
+    }
+  }
+  return snap;
+}
+
+int Collector::poll_events(int timeout_ms, const std::function<void(const void*, size_t)>& sink) {
+  if (!impl_->ring) return 0;
+  impl_->sink = &sink;
+  impl_->polled = 0;
+  // The programs wake us only when the buffer is a quarter full (targ_wakeup_bytes): the wait
+  // is mostly a plain timeout, after which whatever arrived is consumed.
+  int rc = timeout_ms == 0 ? 0 : ring_buffer__poll(impl_->ring.get(), timeout_ms);
+  if (rc >= 0 || rc == -EINTR) rc = ring_buffer__consume(impl_->ring.get());
+  impl_->sink = nullptr;
+  if (rc < 0 && rc != -EINTR && rc != -ECANCELED) return rc;
+  return static_cast<int>(impl_->polled);
+}
+
+std::vector<Collector::ProgramStats> Collector::program_stats() const {
+  std::vector<ProgramStats> out;
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, impl_->skel->obj) {
+    const int fd = bpf_program__fd(prog);
+    if (fd < 0) continue;
+    bpf_prog_info info{};
+    __u32 len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) continue;
+    out.push_back({bpf_program__name(prog), info.run_cnt, info.run_time_ns, info.recursion_misses});
+  }
+  return out;
+}
+
+}  // namespace platoon::bpf

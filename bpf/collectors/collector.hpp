@@ -1,0 +1,110 @@
+// The BPF collector: loads bpf/platoon.bpf.c, attaches it to the target processes and turns
+// its maps into model::Snapshot (and, when recording, hands out the ring-buffer records).
+//
+//   auto c = Collector::open({.pids = {pid}}, &kind, &message);   // nullptr + one-line message
+//   model::Snapshot a = c->snapshot(); ... model::Snapshot b = c->snapshot();
+//
+// Counting starts when the programs attach. Threads that exist then are seeded by a task
+// walk (tp_btf mode): a thread on a CPU counts run from the attach instant, a queued one
+// counts wait from it. Threads created later are seen from their first wakeup (wakeup_new).
+// In raw_tp mode there is no walk: existing threads appear at their first event and their
+// first interval (the run or wait in progress at attach) is not counted.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bpf/snapshot/snapshot.hpp"
+
+namespace platoon::bpf {
+
+struct CollectorOptions {
+  std::vector<pid_t> pids;              // target processes (tgids)
+  std::string comm;                     // and/or: processes whose name is this (now and later)
+  bool record_events = false;           // fill the ring buffer (poll_events)
+  size_t ringbuf_bytes = 16u << 20;     // rounded up to a power of two pages
+  bool attach_usdt = true;              // runtime probes of platoon-runtime targets
+  bool verbose = false;                 // libbpf's debug output to stderr
+  bool force_raw_tp = false;            // skip tp_btf (tests, old kernels)
+  // Processes forked by a target become targets, in the kernel at sched_process_fork (perf's
+  // inherit), and so do the targets' existing descendants at open.
+  bool follow_forks = false;
+  // Map bounds (entries). A target thread that finds `stats` full is counted once in
+  // untracked_threads; a pair that finds `pairs` full, in lost_pairs.
+  uint32_t threads_max = PLATOON_MAX_THREADS;
+  uint32_t pairs_max = PLATOON_MAX_PAIRS;
+  // A pair whose counts did not change for this long leaves the kernel map (refresh() and
+  // snapshot() check); its counts stay in user space and keep being reported, so snapshots
+  // stay cumulative while the map holds only the pairs that are active. 0: never.
+  double pair_idle_s = 10.0;
+  // Per-CPU switch-in slots per thread, at most PLATOON_MAX_CPUS; switch-ins on CPUs beyond
+  // land in ThreadSample::cpu_overflow. Lowered only by tests (this machine has 2 CPUs).
+  uint32_t cpu_slots = PLATOON_MAX_CPUS;
+};
+
+// unsupported: the kernel cannot load even the smallest program set (the message carries
+// libbpf's reason); callers fall back to procfs as for permission and no_btf.
+enum class OpenError { none, permission, no_btf, no_such_process, unsupported, other };
+
+class Collector {
+ public:
+  // nullptr on failure, with the kind and a one-line message (no trailing newline).
+  static std::unique_ptr<Collector> open(const CollectorOptions& opts, OpenError* kind,
+                                         std::string* message);
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  // Reads every map. In-flight intervals (a thread on a CPU now, or queued now) are included
+  // up to the snapshot instant. Exited threads are returned once (exited = true), then their
+  // entries and pairs are deleted.
+  model::Snapshot snapshot();
+
+  // Ring-buffer records (bpf/platoon.h layouts, raw bytes) to `sink`; returns the number of
+  // records consumed, or a negative errno. 0 records and no waiting without record_events.
+  // timeout_ms == 0 consumes what is there without a system call (so a collector that
+  // watches its own process does not generate an epoll record per poll).
+  int poll_events(int timeout_ms, const std::function<void(const void*, size_t)>& sink);
+
+  // Watch another process (a child started by `record -- CMD`, a new --comm match). Also
+  // attaches the runtime probes to it and seeds its existing threads. False if it is gone.
+  bool add_pid(pid_t tgid);
+
+  // Processes whose comm matches options.comm, found in /proc now (the exec/fork hooks catch
+  // later ones in the kernel); they are added. Returns how many were new.
+  size_t rescan_comm();
+
+  // Once per interval: rescan_comm(), adopt the processes the kernel added by itself (forks
+  // followed, comm matches at exec) so that their runtime probes get attached, and age idle
+  // pairs out of the kernel map.
+  void refresh();
+
+  const char* attach_mode() const;      // "tp_btf" or "raw_tp"
+  // What the load dropped (features the kernel lacks) and what attached, one line each.
+  std::vector<std::string> notes() const;
+  uint32_t fields() const;              // model::Field bits the snapshots fill
+  size_t pairs_in_kernel() const;       // entries in the kernel pair map now (tests)
+
+  struct ProgramStats {
+    std::string name;
+    uint64_t run_cnt = 0;
+    uint64_t run_time_ns = 0;
+    uint64_t recursion_misses = 0;      // runs the kernel skipped (program already active on that CPU)
+  };
+  // Per loaded program, from bpf_prog_info; zero unless kernel.bpf_stats_enabled=1.
+  std::vector<ProgramStats> program_stats() const;
+
+  struct Impl;
+
+ private:
+  explicit Collector(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace platoon::bpf

@@ -1,0 +1,65 @@
+#include "bpf/collectors/features.hpp"
+
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+
+namespace platoon::bpf {
+
+Injected injected_failures() {
+  Injected out;
+  const char* env = std::getenv("PLATOON_INJECT_LOAD_FAIL");
+  if (!env) return out;
+  std::stringstream in(env);
+  std::string name;
+  while (std::getline(in, name, ','))
+    if (!name.empty()) out.names.insert(name);
+  return out;
+}
+
+namespace {
+
+struct BtfDeleter {
+  void operator()(btf* b) const { btf__free(b); }
+};
+
+// Parameters of the function a `btf_trace_<tp>` typedef points to (the tracepoint's
+// arguments plus the leading `void *__data`), or -1 when the kernel has no such typedef.
+int trace_params(const btf* b, const char* typedef_name) {
+  const int id = btf__find_by_name_kind(b, typedef_name, BTF_KIND_TYPEDEF);
+  if (id < 0) return -1;
+  const btf_type* t = btf__type_by_id(b, static_cast<__u32>(id));
+  if (t) t = btf__type_by_id(b, t->type);  // the pointer
+  if (t && btf_is_ptr(t)) t = btf__type_by_id(b, t->type);
+  return t && btf_is_func_proto(t) ? btf_vlen(t) : -1;
+}
+
+}  // namespace
+
+KernelFeatures probe_features(const Injected& inject) {
+  KernelFeatures f;
+  std::unique_ptr<btf, BtfDeleter> vmlinux(btf__load_vmlinux_btf());
+  if (vmlinux) {
+    const int switch_params = trace_params(vmlinux.get(), "btf_trace_sched_switch");
+    f.tp_btf = switch_params > 0;
+    // void *__data, preempt, prev, next, prev_state (5.18; the 5.x-stable backports too).
+    f.switch_state_arg = switch_params >= 5;
+    f.task_iter = btf__find_by_name_kind(vmlinux.get(), "bpf_iter__task", BTF_KIND_STRUCT) >= 0;
+  } else {
+    f.tp_btf = f.task_iter = f.switch_state_arg = false;
+  }
+  f.ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr) == 1;
+  f.boot_clock = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_ktime_get_boot_ns, nullptr) == 1;
+
+  if (inject.has("boot_clock")) f.boot_clock = false;
+  if (inject.has("task_iter")) f.task_iter = false;
+  if (inject.has("ringbuf")) f.ringbuf = false;
+  if (inject.has("switch_state_arg")) f.switch_state_arg = false;
+  return f;
+}
+
+}  // namespace platoon::bpf

@@ -1,0 +1,106 @@
+// platoon doctor's raw-event analysis for the platoon effect: each thread's batches (ready events
+// per epoll return, queue depth per drain) split by the run-queue wait that came before them,
+// and who the thread waited behind. Streams: a long recording or a live watch stays small.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <queue>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bpf/platoon.h"
+#include "tui/analysis/doctor_thresholds.hpp"
+
+namespace platoon::model::doctor {
+
+// Batches of one kind (epoll returns or runtime drains) of one thread, split by the run-queue
+// wait the thread had since its previous batch of that kind.
+struct BatchStats {
+  uint64_t samples = 0;
+  uint64_t long_n = 0;         // after a wait ≥ kLongWaitNs
+  double long_sum = 0;
+  uint64_t short_n = 0;
+  double short_sum = 0;
+  double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;  // Pearson sums: x = wait µs (capped), y = batch
+
+  void add(uint64_t wait_ns, double batch);
+  double long_mean() const { return long_n ? long_sum / static_cast<double>(long_n) : 0; }
+  double short_mean() const { return short_n ? short_sum / static_cast<double>(short_n) : 0; }
+  std::optional<double> correlation() const;  // nullopt: too few samples or no variance
+};
+
+// Who had the CPU when a waiting thread finally got it: the task it waited behind.
+struct Behind {
+  uint32_t pid = 0;
+  std::string comm;
+  uint64_t count = 0;
+  uint64_t ns = 0;             // the waits that ended with this task handing over the CPU
+};
+inline constexpr size_t kMaxBehind = 64;  // per thread; the rest count under kOtherTid
+inline constexpr uint32_t kOtherTid = 0xffffffff;
+
+struct ThreadBatches {
+  uint32_t tid = 0;
+  BatchStats epoll;            // ready events per epoll return
+  BatchStats drain;            // queue depth at drain start
+  uint64_t preemptions = 0;    // switched out while runnable
+  // The wait split by what ended it: a switch from the idle task is the CPU waking up (about
+  // 10 µs per wakeup in this VM, booked as run time by schedstat and pidstat); a switch from
+  // another task is the thread waiting for that task, which is what pinning and cpusets cure.
+  uint64_t waits = 0;
+  uint64_t wait_ns = 0;
+  uint64_t idle_exit_ns = 0;
+  uint64_t contended_ns() const { return wait_ns - idle_exit_ns; }
+  std::map<uint32_t, Behind> behind;
+};
+
+// Follows each thread through its switches, wakeups, epoll returns and drains. Feed every event
+// record (any order within kReorderNs), then finish(). Memory: the reorder horizon plus a few
+// numbers per thread, so a long recording or a live watch stays small.
+class BatchTracker {
+ public:
+  void add(const platoon_event_header& h, const void* record, size_t size);
+  void finish();
+  uint64_t events() const { return events_; }
+  const std::map<uint32_t, ThreadBatches>& threads() const { return out_; }
+
+ private:
+  enum class Kind : uint8_t { wake, preempted, blocked, switch_in, epoll, drain };
+  struct Item {
+    uint64_t ts;
+    uint64_t seq;              // arrival order breaks timestamp ties
+    uint32_t tid;
+    Kind kind;
+    int64_t value;             // epoll: events; drain: queue depth; switch_in: the previous task
+    bool operator>(const Item& o) const { return ts != o.ts ? ts > o.ts : seq > o.seq; }
+  };
+  struct Since {                  // since the previous batch of one kind
+    uint64_t wait = 0;             // run-queue wait
+    bool seen = false;             // the first batch has unknown history: skipped
+  };
+  struct State {
+    uint64_t runnable_since = 0;   // 0: not waiting for a CPU
+    bool on_cpu = false;
+    Since epoll, drain;
+  };
+  void push(uint64_t ts, uint32_t tid, Kind kind, int64_t value);
+  void release(uint64_t upto);
+  void apply(const Item& it);
+  void add_wait(uint32_t tid, uint32_t prev, uint64_t wait);
+  ThreadBatches& out_for(uint32_t tid);
+  static void close_batch(Since& since, BatchStats& stats, int64_t batch);
+
+  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> pending_;
+  uint64_t seq_ = 0;
+  uint64_t newest_ = 0;
+  uint64_t events_ = 0;
+  std::map<uint32_t, State> state_;
+  std::map<uint32_t, ThreadBatches> out_;
+  std::map<uint32_t, std::pair<uint32_t, std::string>> names_;  // tid → (pid, comm), from switches
+};
+
+}  // namespace platoon::model::doctor

@@ -1,0 +1,148 @@
+// The state of `platoon top`, with no curses in it: the last Window, a bounded history of each
+// thread's recent intervals (for sparklines and the detail graphs), the column table, sort
+// column and direction, the name filter, the selection (kept by thread identity, so it stays on
+// the same thread while rows re-sort), pause, the view on screen and the replay position.
+// Views only read it; tui/commands/top.cpp changes it from key actions and new windows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tui/analysis/window.hpp"
+
+namespace platoon::model {
+
+// One table for the columns of the main view: header, width and sort all come from here, so
+// they cannot drift apart. `priority`: on a narrow terminal the lowest go first (1 = never).
+enum class Column : uint8_t {
+  tid, name, cpu, wait, csw, nvcsw, migr, where, io_cycles, ev_per_cycle, batch_p50, batch_p99, history,
+};
+struct ColumnInfo {
+  Column id;
+  const char* title;
+  int width;
+  bool left;          // left-aligned text
+  bool sortable;
+  bool default_desc;  // biggest first when first chosen
+  int priority;
+  const char* help;
+};
+std::span<const ColumnInfo> columns();
+const ColumnInfo& column_info(Column c);
+
+// The platoon batch of a thread: from the runtime's drain queue depth when it drained, else
+// from the epoll events-per-cycle histogram.
+enum class BatchFrom : uint8_t { none, drain, epoll };
+struct Batch {
+  BatchFrom from = BatchFrom::none;
+  double p50 = 0, p99 = 0;
+};
+Batch batch_of(const ThreadWindow& t);
+// The value a row sorts by in column c (name and where sort elsewhere / not at all).
+double sort_value(Column c, const ThreadWindow& t);
+
+struct ThreadKey {
+  uint32_t tid = 0;
+  uint64_t first_seen_ns = 0;
+  auto operator<=>(const ThreadKey&) const = default;
+};
+inline ThreadKey key_of(const ThreadWindow& t) { return {t.tid, t.first_seen_ns}; }
+
+struct ThreadHistory {                 // one value per interval, oldest first
+  std::deque<double> cpu_pct, wait_pct, events_per_cycle, queue_depth;
+};
+
+enum class ViewMode : uint8_t { table, detail, help };
+enum class SparkMetric : uint8_t { wait, cpu };
+
+struct Replay {                        // `top --replay`: position among the trace's windows
+  bool active = false;
+  size_t position = 0;                 // windows shown so far (1..count)
+  size_t count = 0;
+  double speed = 1.0;
+};
+
+class TopState {
+ public:
+  explicit TopState(size_t history_len = 60) : history_len_(history_len) {}
+
+  // A new interval. Threads absent from it lose their history (bounded memory on churn).
+  void push(Window w);
+  void clear_history();                // replay seeks rebuild it
+  const Window& window() const { return window_; }
+  bool has_window() const { return has_window_; }
+  const ThreadHistory* history(const ThreadKey& k) const;
+  size_t history_len() const { return history_len_; }
+
+  // Rows of the main view: filtered by name (substring, case-insensitive), sorted.
+  std::vector<const ThreadWindow*> rows() const;
+  const ThreadWindow* selected() const;
+  int selected_index() const;          // in rows(); -1 when none
+  void move_selection(int delta);      // clamps; INT_MIN/INT_MAX go to the ends
+  void select_key(ThreadKey k) { selection_ = k; }
+  // Keeps the selection inside a page of `height` rows; returns the first row to draw.
+  size_t scroll_for(size_t height);
+
+  Column sort_column() const { return sort_; }
+  bool sort_desc() const { return desc_; }
+  void set_sort(Column c);             // its default direction
+  void sort_step(int delta);           // next/previous sortable column
+  void invert_sort() { desc_ = !desc_; }
+
+  const std::string& filter() const { return filter_; }
+  bool editing_filter() const { return editing_filter_; }
+  void begin_filter() { editing_filter_ = true; }
+  void filter_input(char c) { filter_.push_back(c); }
+  void filter_backspace() { if (!filter_.empty()) filter_.pop_back(); }
+  void end_filter(bool keep) { editing_filter_ = false; if (!keep) filter_.clear(); }
+
+  bool paused() const { return paused_; }
+  void toggle_pause() { paused_ = !paused_; }
+  ViewMode view() const { return view_; }
+  void open_detail() { if (selected()) view_ = ViewMode::detail; }
+  void toggle_help() { view_ = view_ == ViewMode::help ? back_ : (back_ = view_, ViewMode::help); }
+  void back();                         // Esc: help → previous view, detail → table, filter cleared
+  SparkMetric spark() const { return spark_; }
+  void toggle_spark() { spark_ = spark_ == SparkMetric::wait ? SparkMetric::cpu : SparkMetric::wait; }
+
+  // Refresh interval, stepped through 0.25 s .. 10 s.
+  double interval_s() const { return interval_s_; }
+  void set_interval(double s) { interval_s_ = s; }
+  void interval_step(int delta);
+
+  Replay& replay() { return replay_; }
+  const Replay& replay() const { return replay_; }
+  void speed_step(int delta);          // replay speed ×2 / ÷2 within 1/8..64
+
+  // Shown in the header; set by the loop.
+  std::string target, source_line, recording, status;
+  std::vector<std::string> notes;
+
+ private:
+  size_t history_len_;
+  Window window_;
+  bool has_window_ = false;
+  std::map<ThreadKey, std::pair<uint64_t, ThreadHistory>> history_;  // (generation last seen, history)
+  uint64_t generation_ = 0;
+  std::optional<ThreadKey> selection_;
+  size_t scroll_ = 0;
+  Column sort_ = Column::cpu;
+  bool desc_ = true;
+  std::string filter_;
+  bool editing_filter_ = false;
+  bool paused_ = false;
+  ViewMode view_ = ViewMode::table;
+  ViewMode back_ = ViewMode::table;
+  SparkMetric spark_ = SparkMetric::wait;
+  double interval_s_ = 1.0;
+  Replay replay_;
+};
+
+}  // namespace platoon::model

@@ -1,0 +1,408 @@
+#include "tui/outputs/export_perfetto.hpp"
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <optional>
+#include <queue>
+#include <bit>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tui/outputs/export_targets.hpp"
+#include "tui/outputs/proto_encoder.hpp"
+#include "tui/trace/trace_reader.hpp"
+#include "tui/analysis/window.hpp"
+
+namespace platoon::model {
+namespace {
+
+// Field numbers of perfetto_trace.proto (= Perfetto's published schema).
+namespace f {
+constexpr uint32_t kTracePacket = 1;
+namespace packet {
+constexpr uint32_t kFtraceEvents = 1, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11,
+                   kSequenceFlags = 13, kSystemInfo = 45, kTrackDescriptor = 60;
+}
+constexpr uint32_t kSystemInfoUtsname = 1, kSystemInfoNumCpus = 8;
+constexpr uint32_t kUtsSysname = 1, kUtsRelease = 3;
+constexpr uint32_t kBundleCpu = 1, kBundleEvent = 2, kBundleLostEvents = 3;
+namespace ftrace {
+constexpr uint32_t kTimestamp = 1, kPid = 2, kSchedSwitch = 4, kSchedWaking = 20, kSchedWakeupNew = 114,
+                   kSchedMigrateTask = 491;
+}
+namespace sched_switch {
+constexpr uint32_t kPrevComm = 1, kPrevPid = 2, kPrevPrio = 3, kPrevState = 4, kNextComm = 5, kNextPid = 6,
+                   kNextPrio = 7;
+}
+namespace wake {  // sched_waking and sched_wakeup_new share the layout
+constexpr uint32_t kComm = 1, kPid = 2, kPrio = 3, kSuccess = 4, kTargetCpu = 5;
+}
+namespace migrate {
+constexpr uint32_t kComm = 1, kPid = 2, kPrio = 3, kOrigCpu = 4, kDestCpu = 5;
+}
+namespace track {
+constexpr uint32_t kUuid = 1, kName = 2, kProcess = 3, kThread = 4, kParentUuid = 5, kCounter = 8;
+}
+constexpr uint32_t kProcessPid = 1, kProcessName = 6;
+constexpr uint32_t kThreadPid = 1, kThreadTid = 2, kThreadName = 5;
+namespace track_event {
+constexpr uint32_t kType = 9, kTrackUuid = 11, kDoubleCounterValue = 44;
+constexpr uint64_t kTypeCounter = 4;
+}
+}  // namespace f
+
+constexpr uint32_t kSequenceId = 1;            // every packet comes from this one writer
+constexpr uint32_t kSeqIncrementalStateCleared = 1;
+constexpr size_t kEventsPerBundle = 4096;      // keeps packets small for trace_processor's parser
+
+// Track uuids: global to the trace, so each kind gets its own range.
+enum class CounterKind : uint64_t { events_per_cycle = 1, queue_depth = 2, wait_pct = 3 };
+uint64_t process_uuid(uint32_t pid) { return (1ull << 56) | pid; }
+uint64_t thread_uuid(uint32_t tid) { return (2ull << 56) | tid; }
+uint64_t counter_uuid(uint32_t tid, CounterKind k) { return (3ull << 56) | (static_cast<uint64_t>(k) << 32) | tid; }
+const char* counter_name(CounterKind k) {
+  switch (k) {
+    case CounterKind::events_per_cycle: return "events per cycle";
+    case CounterKind::queue_depth: return "queue depth at drain";
+    case CounterKind::wait_pct: return "%wait";
+  }
+  return "";
+}
+
+struct WaitSample {     // %wait of one thread over one snapshot interval, stamped at its start
+  uint64_t ts_ns;
+  uint32_t tid;
+  double value;
+};
+
+// An event (a sched record, or a counter sample from an epoll or drain record) waiting in the
+// reorder buffer.
+struct Pending {
+  uint64_t ts_ns;
+  uint64_t seq;           // arrival order breaks ties, so equal stamps keep the kernel's order
+  uint32_t cpu;
+  uint32_t tid;
+  CounterKind kind;       // for counter samples
+  bool sched;             // a sched record (in rec) or a counter sample (value)
+  uint16_t size;
+  double value;
+  std::array<uint8_t, sizeof(platoon_ev_switch)> rec;  // the largest exported record
+  bool operator>(const Pending& o) const { return ts_ns != o.ts_ns ? ts_ns > o.ts_ns : seq > o.seq; }
+};
+
+std::string comm_of(const char (&comm)[PLATOON_COMM_LEN]) {
+  return utf8_safe(std::string(comm, strnlen(comm, PLATOON_COMM_LEN)));
+}
+
+class PacketWriter {
+ public:
+  explicit PacketWriter(std::ostream& out) : out_(out) {}
+  // Every packet carries the sequence id; the first one also says the sequence starts clean
+  // (trace_processor drops track events of a sequence whose state it cannot vouch for).
+  void write(ProtoMessage& packet) {
+    packet.add_varint(f::packet::kSequenceId, kSequenceId);
+    if (count_ == 0) packet.add_varint(f::packet::kSequenceFlags, kSeqIncrementalStateCleared);
+    frame_.clear();
+    frame_.add_message(f::kTracePacket, packet);
+    out_.write(frame_.bytes().data(), static_cast<std::streamsize>(frame_.size()));
+    ++count_;
+  }
+  uint64_t count() const { return count_; }
+
+ private:
+  std::ostream& out_;
+  ProtoMessage frame_;
+  uint64_t count_ = 0;
+};
+
+ProtoMessage ftrace_event(const platoon_event_header& h, const void* rec, size_t size, PerfettoStats::Cpu& counts) {
+  ProtoMessage ev, body;
+  ev.add_varint(f::ftrace::kTimestamp, h.ts_ns);
+  if (h.type == PLATOON_EV_SWITCH) {
+    const auto e = *event_as<platoon_ev_switch>(rec, size);
+    ev.add_varint(f::ftrace::kPid, h.tid);
+    body.add_bytes(f::sched_switch::kPrevComm, comm_of(e.prev_comm));
+    body.add_int(f::sched_switch::kPrevPid, h.tid);
+    body.add_int(f::sched_switch::kPrevPrio, e.prev_prio);
+    // The idle task is always runnable and never "preempted": R, as the kernel reports it.
+    body.add_int(f::sched_switch::kPrevState, h.tid == 0 ? 0 : report_prev_state(e.prev_state));
+    body.add_bytes(f::sched_switch::kNextComm, comm_of(e.next_comm));
+    body.add_int(f::sched_switch::kNextPid, e.next_tid);
+    body.add_int(f::sched_switch::kNextPrio, e.next_prio);
+    ev.add_message(f::ftrace::kSchedSwitch, body);
+    ++counts.sched_switch;
+  } else if (h.type == PLATOON_EV_WAKING || h.type == PLATOON_EV_WAKEUP_NEW) {
+    const auto e = *event_as<platoon_ev_wake>(rec, size);
+    ev.add_varint(f::ftrace::kPid, e.waker_tid);
+    body.add_bytes(f::wake::kComm, comm_of(e.comm));
+    body.add_int(f::wake::kPid, h.tid);
+    body.add_int(f::wake::kPrio, e.prio);
+    body.add_int(f::wake::kSuccess, 1);
+    body.add_int(f::wake::kTargetCpu, e.target_cpu);
+    const bool waking = h.type == PLATOON_EV_WAKING;
+    ev.add_message(waking ? f::ftrace::kSchedWaking : f::ftrace::kSchedWakeupNew, body);
+    ++(waking ? counts.sched_waking : counts.sched_wakeup_new);
+  } else {  // PLATOON_EV_MIGRATE; the task current on the CPU is not recorded, so no pid
+    const auto e = *event_as<platoon_ev_migrate>(rec, size);
+    body.add_bytes(f::migrate::kComm, comm_of(e.comm));
+    body.add_int(f::migrate::kPid, h.tid);
+    body.add_int(f::migrate::kPrio, e.prio);
+    body.add_int(f::migrate::kOrigCpu, e.orig_cpu);
+    body.add_int(f::migrate::kDestCpu, e.dest_cpu);
+    ev.add_message(f::ftrace::kSchedMigrateTask, body);
+    ++counts.sched_migrate_task;
+  }
+  return ev;
+}
+
+bool exported_sched_type(uint16_t type) {
+  return type == PLATOON_EV_SWITCH || type == PLATOON_EV_WAKING || type == PLATOON_EV_WAKEUP_NEW ||
+         type == PLATOON_EV_MIGRATE;
+}
+
+}  // namespace
+
+int64_t report_prev_state(uint32_t raw) {
+  // include/linux/sched.h: TASK_REPORT = the low 7 state bits; TASK_IDLE = TASK_UNINTERRUPTIBLE
+  // | TASK_NOLOAD, reported as TASK_REPORT_IDLE; a preempted task as TASK_REPORT_MAX ("R+").
+  constexpr uint32_t kTaskReport = 0x7f, kTaskIdle = 0x402, kTaskDead = 0x80, kTaskRtlockWait = 0x1000;
+  constexpr int64_t kReportIdle = 0x80, kReportMax = 0x100, kExitDead = 0x10, kUninterruptible = 0x2;
+  if (raw == 0) return kReportMax;
+  if ((raw & kTaskIdle) == kTaskIdle) return kReportIdle;
+  const uint32_t s = raw & kTaskReport;
+  if (s != 0) return int64_t{1} << (std::bit_width(s) - 1);  // the kernel reports the highest bit
+  if (raw & kTaskRtlockWait) return kUninterruptible;
+  if (raw & kTaskDead) return kExitDead;
+  return 0;
+}
+
+struct PerfettoExport::State {
+  explicit State(std::ostream& o) : out(o), writer(o) {}
+
+  std::ostream& out;
+  PacketWriter writer;
+  PerfettoStats stats;
+
+  // Pass 1.
+  std::map<uint32_t, ExportThread> targets;
+  std::optional<Snapshot> prev;
+  std::vector<WaitSample> waits;                     // in time order (snapshots are)
+  std::set<std::pair<uint32_t, CounterKind>> tracks;
+  std::vector<uint64_t> lost_per_cpu;                // from the last snapshot
+
+  // Pass 2.
+  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending;
+  uint64_t seq = 0;
+  uint64_t newest_ns = 0;
+  uint64_t released_ns = 0;                          // the newest stamp written so far
+  size_t next_wait = 0;
+  struct Bundle {
+    ProtoMessage msg;
+    size_t events = 0;
+    bool lost_flagged = false;
+  };
+  std::map<uint32_t, Bundle> bundles;
+
+  bool has_track(uint32_t tid, CounterKind k) const { return tracks.count({tid, k}) > 0; }
+  void counter(uint64_t ts, uint32_t tid, CounterKind kind, double value);
+  void flush_bundle(uint32_t cpu, Bundle& b);
+  void emit(const Pending& p);
+  void release(uint64_t upto_ns);
+  void waits_until(uint64_t ts_ns);
+};
+
+void PerfettoExport::State::counter(uint64_t ts, uint32_t tid, CounterKind kind, double value) {
+  ProtoMessage ev, packet;
+  ev.add_varint(f::track_event::kType, f::track_event::kTypeCounter);
+  ev.add_varint(f::track_event::kTrackUuid, counter_uuid(tid, kind));
+  ev.add_double(f::track_event::kDoubleCounterValue, value);
+  packet.add_varint(f::packet::kTimestamp, ts);
+  packet.add_message(f::packet::kTrackEvent, ev);
+  writer.write(packet);
+  ++stats.counter_samples;
+}
+
+void PerfettoExport::State::flush_bundle(uint32_t cpu, Bundle& b) {
+  if (b.events == 0) return;
+  ProtoMessage bundle, packet;
+  bundle.add_varint(f::kBundleCpu, cpu);
+  // Losses are known per CPU for the whole recording, not where they happened: the CPU's first
+  // bundle carries the flag, so Perfetto's import stats show the data as incomplete.
+  if (!b.lost_flagged && cpu < lost_per_cpu.size() && lost_per_cpu[cpu] > 0) {
+    bundle.add_bool(f::kBundleLostEvents, true);
+    ++stats.lost_cpus;
+  }
+  b.lost_flagged = true;
+  bundle.append_fields(b.msg);            // the events (repeated field 2), gathered as they came
+  packet.add_message(f::packet::kFtraceEvents, bundle);
+  writer.write(packet);
+  b.msg.clear();
+  b.events = 0;
+}
+
+void PerfettoExport::State::emit(const Pending& p) {
+  waits_until(p.ts_ns);
+  released_ns = std::max(released_ns, p.ts_ns);
+  if (!p.sched) {
+    counter(p.ts_ns, p.tid, p.kind, p.value);
+    return;
+  }
+  platoon_event_header h;
+  std::memcpy(&h, p.rec.data(), sizeof h);
+  auto& b = bundles[p.cpu];
+  b.msg.add_message(f::kBundleEvent, ftrace_event(h, p.rec.data(), p.size, stats.cpus[p.cpu]));
+  if (++b.events == kEventsPerBundle) flush_bundle(p.cpu, b);
+}
+
+void PerfettoExport::State::release(uint64_t upto_ns) {
+  while (!pending.empty() && pending.top().ts_ns < upto_ns) {
+    emit(pending.top());
+    pending.pop();
+  }
+}
+
+void PerfettoExport::State::waits_until(uint64_t ts_ns) {
+  for (; next_wait < waits.size() && waits[next_wait].ts_ns <= ts_ns; ++next_wait)
+    counter(waits[next_wait].ts_ns, waits[next_wait].tid, CounterKind::wait_pct, waits[next_wait].value);
+}
+
+PerfettoExport::PerfettoExport(std::ostream& out) : s_(std::make_unique<State>(out)) {}
+PerfettoExport::~PerfettoExport() = default;
+
+void PerfettoExport::scan_snapshot(const Snapshot& snap) {
+  add_targets(s_->targets, snap);
+  s_->lost_per_cpu = snap.lost_events_per_cpu;
+  // %wait per interval, stamped at the interval's start: a counter holds its value until the
+  // next sample, which is exactly the interval it describes.
+  if (s_->prev) {
+    const Window win = make_window(*s_->prev, snap);
+    if (win.has(kFieldRunWait))
+      for (const auto& tw : win.threads) {
+        s_->waits.push_back({win.start_ns, tw.tid, tw.wait_pct});
+        s_->tracks.insert({tw.tid, CounterKind::wait_pct});
+      }
+  }
+  s_->prev = snap;
+}
+
+void PerfettoExport::scan_event(const platoon_event_header& h, const void* record, size_t size) {
+  if (h.type == PLATOON_EV_EPOLL) {
+    auto e = event_as<platoon_ev_epoll>(record, size);
+    if (e && e->nevents >= 0) s_->tracks.insert({h.tid, CounterKind::events_per_cycle});
+  } else if (h.type == PLATOON_EV_DRAIN) {
+    s_->tracks.insert({h.tid, CounterKind::queue_depth});
+  }
+}
+
+void PerfettoExport::begin(const TraceMeta& meta) {
+  State& st = *s_;
+  st.prev.reset();
+  label_targets(st.targets);
+  // Only threads the snapshots name get tracks: a counter of a thread no snapshot held has no
+  // name to show, and the recorder only samples targets anyway.
+  for (auto it = st.tracks.begin(); it != st.tracks.end();)
+    it = st.targets.count(it->first) ? std::next(it) : st.tracks.erase(it);
+  std::erase_if(st.waits, [&](const WaitSample& w) { return !st.targets.count(w.tid); });
+  {
+    // The kernel release tells Perfetto which prev_state encoding the sched_switch events use.
+    ProtoMessage uts, info, packet;
+    uts.add_bytes(f::kUtsSysname, "Linux");
+    uts.add_bytes(f::kUtsRelease, meta.kernel);
+    info.add_message(f::kSystemInfoUtsname, uts);
+    if (meta.ncpus) info.add_varint(f::kSystemInfoNumCpus, meta.ncpus);
+    packet.add_message(f::packet::kSystemInfo, info);
+    st.writer.write(packet);
+  }
+  // Descriptors: processes, their threads, and each thread's counter tracks.
+  auto descriptor = [&](const ProtoMessage& track) {
+    ProtoMessage packet;
+    packet.add_message(f::packet::kTrackDescriptor, track);
+    st.writer.write(packet);
+  };
+  for (const auto& [pid, name] : process_names(st.targets)) {
+    ProtoMessage proc, track;
+    proc.add_int(f::kProcessPid, pid);
+    proc.add_bytes(f::kProcessName, name);
+    track.add_varint(f::track::kUuid, process_uuid(pid));
+    track.add_message(f::track::kProcess, proc);
+    descriptor(track);
+  }
+  for (const auto& [tid, t] : st.targets) {
+    ProtoMessage thread, track;
+    thread.add_int(f::kThreadPid, t.pid);
+    thread.add_int(f::kThreadTid, tid);
+    thread.add_bytes(f::kThreadName, t.comm);
+    track.add_varint(f::track::kUuid, thread_uuid(tid));
+    track.add_varint(f::track::kParentUuid, process_uuid(t.pid));
+    track.add_message(f::track::kThread, thread);
+    descriptor(track);
+    ++st.stats.threads;
+  }
+  for (const auto& [tid, kind] : st.tracks) {
+    ProtoMessage track, counter;
+    track.add_varint(f::track::kUuid, counter_uuid(tid, kind));
+    track.add_varint(f::track::kParentUuid, thread_uuid(tid));
+    track.add_bytes(f::track::kName, st.targets.at(tid).label + " " + counter_name(kind));
+    track.add_message(f::track::kCounter, counter);
+    descriptor(track);
+    ++st.stats.counter_tracks;
+  }
+}
+
+void PerfettoExport::write_event(const platoon_event_header& h, const void* record, size_t size) {
+  State& st = *s_;
+  Pending p{};
+  p.ts_ns = h.ts_ns;
+  p.seq = st.seq++;
+  p.cpu = h.cpu;
+  p.tid = h.tid;
+  if (exported_sched_type(h.type) && size <= p.rec.size()) {
+    p.sched = true;
+    p.size = static_cast<uint16_t>(size);
+    std::memcpy(p.rec.data(), record, size);
+  } else if (h.type == PLATOON_EV_EPOLL) {
+    // A failed call (-EINTR) returned no batch; io_cycles does not count it either.
+    auto e = event_as<platoon_ev_epoll>(record, size);
+    if (!e || e->nevents < 0 || !st.has_track(h.tid, CounterKind::events_per_cycle)) return;
+    p.kind = CounterKind::events_per_cycle;
+    p.value = static_cast<double>(e->nevents);
+  } else if (h.type == PLATOON_EV_DRAIN) {
+    auto e = event_as<platoon_ev_runtime>(record, size);
+    if (!e || !st.has_track(h.tid, CounterKind::queue_depth)) return;
+    p.kind = CounterKind::queue_depth;
+    p.value = static_cast<double>(e->a);
+  } else {
+    return;
+  }
+  if (p.sched && p.ts_ns < st.released_ns) ++st.stats.late_events;
+  st.pending.push(p);
+  st.stats.max_pending = std::max<uint64_t>(st.stats.max_pending, st.pending.size());
+  st.newest_ns = std::max<uint64_t>(st.newest_ns, h.ts_ns);
+  if (st.newest_ns > kReorderHorizonNs) st.release(st.newest_ns - kReorderHorizonNs);
+}
+
+bool PerfettoExport::finish(PerfettoStats* stats) {
+  State& st = *s_;
+  st.release(UINT64_MAX);
+  st.waits_until(UINT64_MAX);
+  for (auto& [cpu, b] : st.bundles) st.flush_bundle(cpu, b);
+  st.stats.packets = st.writer.count();
+  st.out.flush();
+  if (stats) *stats = st.stats;
+  return static_cast<bool>(st.out);
+}
+
+bool write_perfetto_trace(std::ostream& out, const TraceMeta& meta, std::span<const uint8_t> events,
+                          std::span<const Snapshot> snapshots, PerfettoStats* stats) {
+  PerfettoExport exp(out);
+  for (const auto& snap : snapshots) exp.scan_snapshot(snap);
+  for_each_event(events, [&](const platoon_event_header& h, const void* rec, size_t size) { exp.scan_event(h, rec, size); });
+  exp.begin(meta);
+  for_each_event(events, [&](const platoon_event_header& h, const void* rec, size_t size) { exp.write_event(h, rec, size); });
+  return exp.finish(stats);
+}
+
+}  // namespace platoon::model

@@ -1,0 +1,385 @@
+#include "tui/trace/trace_writer.hpp"
+#include "bpf/snapshot/clock.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <zlib.h>
+
+namespace platoon::model {
+
+namespace {
+
+// Appends the format's primitives: fixed little-endian integers, LEB128 varints (most counters
+// are small, histograms mostly zero: one byte each), length-prefixed strings.
+class ByteWriter {
+ public:
+  void u8(uint8_t v) { buf_.push_back(v); }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) buf_.push_back(uint8_t(v >> (8 * i)));
+  }
+  void varint(uint64_t v) {
+    while (v >= 0x80) {
+      buf_.push_back(uint8_t(v | 0x80));
+      v >>= 7;
+    }
+    buf_.push_back(uint8_t(v));
+  }
+  void str(const std::string& s) {
+    // Longer strings are cut rather than making the whole chunk unreadable.
+    size_t n = s.size() < kMaxStringBytes ? s.size() : kMaxStringBytes;
+    varint(n);
+    buf_.insert(buf_.end(), s.begin(), s.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  void bytes(const void* p, size_t n) {
+    auto b = static_cast<const uint8_t*>(p);
+    buf_.insert(buf_.end(), b, b + n);
+  }
+  // Histograms: slot count without the trailing zero slots, then the slots.
+  template <size_t N>
+  void hist(const std::array<uint64_t, N>& h) {
+    size_t n = N;
+    while (n > 0 && h[n - 1] == 0) --n;
+    varint(n);
+    for (size_t i = 0; i < n; ++i) varint(h[i]);
+  }
+  void list(const std::vector<uint64_t>& v) {
+    size_t n = v.size() < kMaxCpusInTrace ? v.size() : kMaxCpusInTrace;
+    varint(n);
+    for (size_t i = 0; i < n; ++i) varint(v[i]);
+  }
+  std::vector<uint8_t>& buf() { return buf_; }
+
+ private:
+  std::vector<uint8_t> buf_;
+};
+
+void encode_meta(ByteWriter& w, const TraceMeta& m) {
+  w.str(m.tool_version);
+  w.str(m.hostname);
+  w.str(m.kernel);
+  w.str(m.target);
+  w.str(m.attach_mode);
+  w.u8(static_cast<uint8_t>(m.source));
+  w.varint(m.ncpus);
+  w.varint(m.interval_ns);
+  w.varint(m.start_boottime_ns);
+  w.varint(m.start_realtime_ns);
+  size_t npids = m.pids.size() < kMaxListItems ? m.pids.size() : kMaxListItems;
+  w.varint(npids);
+  for (size_t i = 0; i < npids; ++i) w.varint(m.pids[i]);
+  w.str(m.comm);
+  size_t nwords = m.command.size() < kMaxListItems ? m.command.size() : kMaxListItems;
+  w.varint(nwords);
+  for (size_t i = 0; i < nwords; ++i) w.str(m.command[i]);
+}
+
+// Field order is the format (docs/trace-format.md, "SNAP"); trace_reader.cpp mirrors it.
+void encode_thread(ByteWriter& w, const ThreadSample& t) {
+  w.varint(t.tid);
+  w.varint(t.pid);
+  w.str(t.comm);
+  w.u8(t.exited ? 1 : 0);
+  w.varint(t.first_seen_ns);
+  w.varint(t.last_cpu);
+  w.varint(t.run_ns);
+  w.varint(t.wait_ns);
+  w.varint(t.switches_voluntary);
+  w.varint(t.switches_involuntary);
+  w.varint(t.switch_ins);
+  w.varint(t.migrations);
+  w.varint(t.wakeups);
+  w.varint(t.runq_max_ns);
+  w.hist(t.runq_hist);
+  w.list(t.cpu_switch_ins);
+  w.varint(t.io_cycles);
+  w.varint(t.io_events);
+  w.varint(t.io_blocked_ns);
+  w.hist(t.io_events_hist);
+  w.varint(t.drains);
+  w.varint(t.drain_depth_sum);
+  w.hist(t.drain_depth_hist);
+  w.varint(t.drain_fibers_run);
+  w.varint(t.drain_ns);
+  w.varint(t.steals);
+  w.varint(t.stolen_fibers);
+  w.varint(t.polls);
+  w.varint(t.poll_events);
+}
+
+void encode_pair(ByteWriter& w, const PairSample& p) {
+  w.varint(p.tid);
+  w.u8(static_cast<uint8_t>(p.kind));
+  w.varint(p.other_tid);
+  w.varint(p.other_pid);
+  w.str(p.other_comm);
+  w.varint(p.count);
+  w.varint(p.ns);
+}
+
+bool encode_snapshot(ByteWriter& w, const Snapshot& s, std::string* why) {
+  if (s.threads.size() > kMaxThreadsPerSnapshot || s.pairs.size() > kMaxPairsPerSnapshot) {
+    *why = "snapshot has more threads or pairs than the format allows";
+    return false;
+  }
+  w.varint(s.ts_ns);
+  w.u8(static_cast<uint8_t>(s.source));
+  w.varint(s.fields);
+  w.varint(s.untracked_threads);
+  w.varint(s.lost_pairs);
+  w.varint(s.lost_targets);
+  w.list(s.lost_events_per_cpu);
+  w.varint(s.threads.size());
+  for (const auto& t : s.threads) encode_thread(w, t);
+  w.varint(s.pairs.size());
+  for (const auto& p : s.pairs) encode_pair(w, p);
+  // Minor 1, after everything a 1.0 reader reads (it ignores trailing bytes): switch-ins on
+  // CPUs beyond the kernel's per-thread slots, as (thread index, count) for the threads that have any.
+  size_t with_overflow = 0;
+  for (const auto& t : s.threads) with_overflow += t.cpu_overflow > 0;
+  w.varint(with_overflow);
+  for (size_t i = 0; i < s.threads.size(); ++i) {
+    if (s.threads[i].cpu_overflow == 0) continue;
+    w.varint(i);
+    w.varint(s.threads[i].cpu_overflow);
+  }
+  return true;
+}
+
+// Length of the valid records at the front of `p` and how many there are; stops at the first
+// record a reader would refuse.
+size_t valid_event_prefix(const uint8_t* p, size_t bytes, uint64_t* count) {
+  size_t off = 0;
+  *count = 0;
+  while (bytes - off >= sizeof(platoon_event_header)) {
+    platoon_event_header h;
+    std::memcpy(&h, p + off, sizeof h);
+    size_t size = event_record_size(h.type);
+    if (size == 0 || bytes - off < size) break;
+    off += size;
+    ++*count;
+  }
+  return off;
+}
+
+// Loops over short writes and EINTR; returns 0 or the errno that stopped it.
+int write_all(int fd, const uint8_t* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (w == 0) return EIO;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return 0;
+}
+
+void put_u32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+
+}  // namespace
+
+TraceWriter::TraceWriter(std::string path, UniqueFd fd, const Options& options)
+    : path_(std::move(path)), fd_(std::move(fd)), options_(options) {}
+
+TraceWriter::~TraceWriter() = default;
+
+std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, const TraceMeta& meta,
+                                                 std::string* error) {
+  return create(path, meta, Options{}, error);
+}
+
+std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, const TraceMeta& meta,
+                                                 const Options& options, std::string* error) {
+  auto file = OutputFile::create(path, OutputFile::Existing::replace, error);
+  if (!file) return nullptr;
+  return create(std::move(*file), meta, options, error);
+}
+
+std::unique_ptr<TraceWriter> TraceWriter::create(OutputFile file, const TraceMeta& meta,
+                                                 const Options& options, std::string* error) {
+  auto set_error = [&](const std::string& msg) {
+    if (error) *error = msg;
+    return nullptr;
+  };
+  const std::string path = file.path();
+  TraceMeta m = meta;
+  utsname u{};
+  bool have_uname = ::uname(&u) == 0;
+  if (m.hostname.empty() && have_uname) m.hostname = u.nodename;
+  if (m.kernel.empty() && have_uname) m.kernel = u.release;
+  if (m.ncpus == 0) {
+    long n = ::sysconf(_SC_NPROCESSORS_CONF);
+    m.ncpus = n > 0 ? static_cast<uint32_t>(n) : 0;
+  }
+  if (m.start_boottime_ns == 0 && m.start_realtime_ns == 0) {
+    m.start_boottime_ns = clock_ns(CLOCK_BOOTTIME);
+    m.start_realtime_ns = clock_ns(CLOCK_REALTIME);
+  }
+
+  std::unique_ptr<TraceWriter> w(new TraceWriter(path, file.take_fd(), options));
+  // Header and META leave in one write(2), so there is no window in which a crash leaves a file
+  // with a header but no metadata.
+  std::vector<uint8_t> start(kTraceHeaderBytes);
+  std::memcpy(start.data(), kTraceMagic, sizeof kTraceMagic);
+  start[8] = uint8_t(kTraceMajorVersion);
+  start[9] = uint8_t(kTraceMajorVersion >> 8);
+  start[10] = uint8_t(kTraceMinorVersion);
+  start[11] = uint8_t(kTraceMinorVersion >> 8);
+  ByteWriter body;
+  encode_meta(body, m);
+  std::vector<uint8_t> meta_chunk = w->build_chunk(ChunkType::meta, body.buf(), false);
+  if (meta_chunk.empty()) return set_error(w->error_);
+  start.insert(start.end(), meta_chunk.begin(), meta_chunk.end());
+  if (!w->append(start)) return set_error(w->error_);
+  // Under its name only once it is a valid trace: from here on, a crash leaves a readable file.
+  if (!file.publish(error)) return nullptr;
+  w->replaced_ = file.replaced();
+  return w;
+}
+
+bool TraceWriter::fail(const std::string& what, int err) {
+  if (error_.empty()) error_ = path_ + ": " + what + ": " + std::strerror(err);
+  return false;
+}
+
+uint64_t TraceWriter::bytes_written() const {
+  std::lock_guard lock(mu_);
+  return offset_;
+}
+
+// Frames a body as a chunk: header, encoding byte, body (zlib-compressed when asked and it
+// pays). Empty (and error_ set) if the result would exceed the format's limit.
+std::vector<uint8_t> TraceWriter::build_chunk(ChunkType type, const std::vector<uint8_t>& body,
+                                              bool compressible) {
+  std::vector<uint8_t> chunk(kChunkHeaderBytes);
+  bool packed = false;
+  if (compressible && options_.compress && body.size() >= 256 && body.size() <= kMaxChunkBytes) {
+    uLongf cap = compressBound(static_cast<uLong>(body.size()));
+    std::vector<uint8_t> z(cap);
+    if (compress2(z.data(), &cap, body.data(), static_cast<uLong>(body.size()), Z_BEST_SPEED) == Z_OK &&
+        cap + 16 < body.size()) {
+      ByteWriter pre;
+      pre.u8(static_cast<uint8_t>(ChunkEncoding::zlib));
+      pre.varint(body.size());
+      chunk.insert(chunk.end(), pre.buf().begin(), pre.buf().end());
+      chunk.insert(chunk.end(), z.begin(), z.begin() + static_cast<std::ptrdiff_t>(cap));
+      packed = true;
+    }
+  }
+  if (!packed) {
+    chunk.push_back(static_cast<uint8_t>(ChunkEncoding::stored));
+    chunk.insert(chunk.end(), body.begin(), body.end());
+  }
+  size_t payload = chunk.size() - kChunkHeaderBytes;
+  if (payload > kMaxChunkBytes || body.size() > kMaxChunkBytes) {
+    if (error_.empty())
+      error_ = path_ + ": a chunk of " + std::to_string(body.size()) + " bytes exceeds the format's limit";
+    return {};
+  }
+  put_u32(chunk.data(), static_cast<uint32_t>(type));
+  put_u32(chunk.data() + 4, static_cast<uint32_t>(payload));
+  put_u32(chunk.data() + 8, chunk_crc(chunk.data(), chunk.data() + kChunkHeaderBytes, payload));
+  return chunk;
+}
+
+// One chunk, one write(2): the file only ever ends inside the chunk being written. Caller holds
+// mu_ (or owns *this alone, in create()).
+bool TraceWriter::append(const std::vector<uint8_t>& bytes) {
+  if (int err = write_all(fd_.get(), bytes.data(), bytes.size())) {
+    // Cut the partial chunk off so the file still ends on a chunk boundary (best effort; after
+    // ENOSPC the truncate frees the space, so it normally works).
+    if (::ftruncate(fd_.get(), static_cast<off_t>(offset_)) == 0)
+      (void)::lseek(fd_.get(), static_cast<off_t>(offset_), SEEK_SET);
+    return fail("write", err);
+  }
+  offset_ += bytes.size();
+  return true;
+}
+
+bool TraceWriter::write_chunk(ChunkType type, const std::vector<uint8_t>& body, bool compressible) {
+  if (!error_.empty()) return false;
+  if (!fd_) {
+    error_ = path_ + ": write after finish";
+    return false;
+  }
+  std::vector<uint8_t> chunk = build_chunk(type, body, compressible);
+  return !chunk.empty() && append(chunk);
+}
+
+bool TraceWriter::write_snapshot(const Snapshot& snapshot) {
+  ByteWriter body;
+  std::string why;
+  std::lock_guard lock(mu_);
+  if (!encode_snapshot(body, snapshot, &why)) {
+    if (error_.empty()) error_ = path_ + ": " + why;
+    return false;
+  }
+  return write_chunk(ChunkType::snapshot, body.buf(), true);
+}
+
+bool TraceWriter::write_events(const void* records, size_t bytes, uint64_t count) {
+  std::lock_guard lock(mu_);
+  if (!error_.empty()) return false;
+  auto p = static_cast<const uint8_t*>(records);
+  uint64_t parsed = 0;
+  if (bytes > 0 && p == nullptr) {
+    error_ = path_ + ": write_events: null records";
+    return false;
+  }
+  if (bytes > 0 && (valid_event_prefix(p, bytes, &parsed) != bytes || parsed != count)) {
+    error_ = path_ + ": write_events: records do not parse as " + std::to_string(count) +
+             " platoon_ev_* records of " + std::to_string(bytes) + " bytes";
+    return false;
+  }
+  if (bytes == 0) {
+    if (count == 0) return true;
+    error_ = path_ + ": write_events: a count without records";
+    return false;
+  }
+  // Split at record boundaries into chunks of at most kEventChunkRawBytes.
+  size_t off = 0;
+  while (off < bytes) {
+    uint64_t n = 0;
+    size_t len = valid_event_prefix(p + off, std::min(bytes - off, size_t{kEventChunkRawBytes}), &n);
+    ByteWriter body;
+    body.varint(n);
+    body.bytes(p + off, len);
+    if (!write_chunk(ChunkType::events, body.buf(), true)) return false;
+    off += len;
+  }
+  return true;
+}
+
+bool TraceWriter::write_note(uint64_t ts_ns, const std::string& text) {
+  ByteWriter body;
+  body.varint(ts_ns);
+  body.str(text);
+  std::lock_guard lock(mu_);
+  return write_chunk(ChunkType::note, body.buf(), false);
+}
+
+bool TraceWriter::finish(const std::string& stop_reason) {
+  ByteWriter body;
+  body.str(stop_reason);
+  body.varint(clock_ns(CLOCK_BOOTTIME));
+  std::lock_guard lock(mu_);
+  if (!write_chunk(ChunkType::stop, body.buf(), false)) return false;
+  if (options_.sync_on_finish && ::fdatasync(fd_.get()) != 0) return fail("fdatasync", errno);
+  // close can report a deferred write error (NFS, quotas): a lost file must not look saved.
+  if (fd_.reset() != 0) return fail("close", errno);
+  return true;
+}
+
+}  // namespace platoon::model
