@@ -185,11 +185,19 @@ Socket Socket::accept(Timeout timeout, int& err) {
   }
 }
 
+// The first steps of listen_tcp and connect_tcp: the address, and a non-blocking TCP socket.
+// -1 with err set on failure.
+static int open_tcp(const std::string& host, uint16_t port, sockaddr_in& sa, int& err) {
+  if (!resolve_ipv4(host, port, sa)) { err = EADDRNOTAVAIL; return -1; }
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) err = errno;
+  return fd;
+}
+
 Socket Socket::listen_tcp(const std::string& host, uint16_t port, bool reuse_port, int& err, int backlog) {
   sockaddr_in sa;
-  if (!resolve_ipv4(host, port, sa)) { err = EADDRNOTAVAIL; return {}; }
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) { err = errno; return {}; }
+  const int fd = open_tcp(host, port, sa, err);
+  if (fd < 0) return {};
   Socket s(fd);
   const int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -204,9 +212,8 @@ Socket Socket::listen_tcp(const std::string& host, uint16_t port, bool reuse_por
 
 Socket Socket::connect_tcp(const std::string& host, uint16_t port, Timeout timeout, int& err) {
   sockaddr_in sa;
-  if (!resolve_ipv4(host, port, sa)) { err = EADDRNOTAVAIL; return {}; }
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) { err = errno; return {}; }
+  const int fd = open_tcp(host, port, sa, err);
+  if (fd < 0) return {};
   Socket s(fd);
   const int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -7,22 +7,16 @@
 # on the way out.
 # usage: scripts/demo.sh [BUILD_DIR] [--duration S] [--rate R] [--scheduler carrier|pool] [--pin]
 set -uo pipefail
+script=demo
+. "$(cd "$(dirname "$0")" && pwd)/lib/common.sh"
 build=build
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build=$1; shift; fi
 duration=30
 rate=5000
 scheduler=carrier
 pin=
-while [ $# -gt 0 ]; do
-  case $1 in
-    --duration) duration=$2; shift 2 ;;
-    --rate) rate=$2; shift 2 ;;
-    --scheduler) scheduler=$2; shift 2 ;;
-    --pin) pin=--pin; shift ;;
-    -h|--help) sed -n 2,5p "$0"; exit 0 ;;
-    *) echo "demo: unknown option: $1" >&2; exit 2 ;;
-  esac
-done
+options=(--duration=duration --rate=rate --scheduler=scheduler --pin+pin)
+parse_options "$@"
 bin=$build/bin
 for b in platoon-server platoon-mock platoon-load; do
   [ -x "$bin/$b" ] || { echo "demo: $bin/$b is missing; run make" >&2; exit 1; }
@@ -31,15 +25,7 @@ ncpu=$(nproc)
 server_cpus=1; side_cpus=0
 [ "$ncpu" -lt 2 ] && server_cpus=0
 
-pids=()
-cleanup() {
-  trap - INT TERM EXIT
-  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
-  sleep 0.3
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  wait 2>/dev/null
-}
-trap cleanup INT TERM EXIT
+trap stop_all INT TERM EXIT
 
 log=$(mktemp -d /tmp/platoon-demo.XXXXXX)
 taskset -c $side_cpus "$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$log/mock.log" 2>&1 &
@@ -49,14 +35,14 @@ mock_port=$(grep -o 'listening on [0-9.]*:[0-9]*' "$log/mock.log" | head -1 | se
 [ -n "$mock_port" ] || { echo "demo: platoon-mock did not start:"; cat "$log/mock.log"; exit 1; }
 
 taskset -c $server_cpus "$bin/platoon-server" --port 0 --backend "127.0.0.1:$mock_port" --carriers 2 \
-  --scheduler "$scheduler" $pin > "$log/server.log" 2>&1 &
+  --scheduler "$scheduler" ${pin:+--pin} > "$log/server.log" 2>&1 &
 server_pid=$!
 pids+=($server_pid)
 for _ in $(seq 50); do grep -q "listening on" "$log/server.log" && break; sleep 0.1; done
 port=$(grep -o 'listening on [0-9.]*:[0-9]*' "$log/server.log" | head -1 | sed 's/.*://')
 [ -n "$port" ] || { echo "demo: platoon-server did not start:"; cat "$log/server.log"; exit 1; }
 
-# On a terminal the load runs until the dashboard is quit; the cleanup trap stops it.
+# On a terminal the load runs until the dashboard is quit; the stop_all trap stops it.
 interactive=
 [ -t 1 ] && [ -t 0 ] && interactive=1
 doctor_s=5

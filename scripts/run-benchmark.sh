@@ -34,45 +34,22 @@
 #   --output-dir DIR            (default build/bench/run-<timestamp>)
 #   --build DIR                 build directory with bin/ (default build)
 set -uo pipefail
+script=run-benchmark
+. "$(cd "$(dirname "$0")" && pwd)/lib/common.sh"
 
 server=platoon mode=carrier threads=2 workers= ws= pin= poller=carrier passthrough= rate=
 connections=100 load_threads=1 load_cpuset=0 server_cpuset=1 mock_cpuset=0 mock_threads=1
 think=1 warmup=5 duration=10 perf_stat= perf_sched= pidstat=1 out= build=build idle_spin=
 record= record_cpuset=
-die() { echo "run-benchmark: $*" >&2; exit 2; }
-need() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value"; }
-while [ $# -gt 0 ]; do
-  case $1 in
-    --server) need "$@"; server=$2; shift 2 ;;
-    --mode) need "$@"; mode=$2; shift 2 ;;
-    --threads) need "$@"; threads=$2; shift 2 ;;
-    --workers) need "$@"; workers=$2; shift 2 ;;
-    --ws) ws=1; shift ;;
-    --pin) pin=1; shift ;;
-    --poller) need "$@"; poller=$2; shift 2 ;;
-    --passthrough) passthrough=1; shift ;;
-    --idle-spin-us) need "$@"; idle_spin=$2; shift 2 ;;
-    --rate) need "$@"; rate=$2; shift 2 ;;
-    --connections) need "$@"; connections=$2; shift 2 ;;
-    --load-threads) need "$@"; load_threads=$2; shift 2 ;;
-    --load-cpuset) need "$@"; load_cpuset=$2; shift 2 ;;
-    --server-cpuset) need "$@"; server_cpuset=$2; shift 2 ;;
-    --mock-cpuset) need "$@"; mock_cpuset=$2; shift 2 ;;
-    --mock-threads) need "$@"; mock_threads=$2; shift 2 ;;
-    --mock-think-time) need "$@"; think=$2; shift 2 ;;
-    --warmup) need "$@"; warmup=$2; shift 2 ;;
-    --duration) need "$@"; duration=$2; shift 2 ;;
-    --perf-stat) perf_stat=1; shift ;;
-    --perf-sched) perf_sched=1; shift ;;
-    --no-pidstat) pidstat=; shift ;;
-    --record) need "$@"; record=$2; shift 2 ;;
-    --record-cpuset) need "$@"; record_cpuset=$2; shift 2 ;;
-    --output-dir) need "$@"; out=$2; shift 2 ;;
-    --build) need "$@"; build=$2; shift 2 ;;
-    -h|--help) sed -n 2,35p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown option: $1 (see --help)" ;;
-  esac
-done
+options=(
+  --server=server --mode=mode --threads=threads --workers=workers --ws+ws --pin+pin --poller=poller
+  --passthrough+passthrough --idle-spin-us=idle_spin --rate=rate --connections=connections
+  --load-threads=load_threads --load-cpuset=load_cpuset --server-cpuset=server_cpuset
+  --mock-cpuset=mock_cpuset --mock-threads=mock_threads --mock-think-time=think --warmup=warmup
+  --duration=duration --perf-stat+perf_stat --perf-sched+perf_sched --no-pidstat~pidstat
+  --record=record --record-cpuset=record_cpuset --output-dir=out --build=build
+)
+parse_options "$@"
 case $server in platoon|nginx|go) ;; *) die "--server must be platoon, nginx or go" ;; esac
 case $mode in carrier|pool) ;; *) die "--mode must be carrier or pool" ;; esac
 case $poller in carrier|master) ;; *) die "--poller must be carrier or master" ;; esac
@@ -88,19 +65,6 @@ for b in platoon-mock platoon-load; do [ -x "$bin/$b" ] || die "$bin/$b is missi
 out=${out:-build/bench/run-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || die "cannot create $out"
 
-pids=()
-stop_all() {
-  trap - INT TERM EXIT
-  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
-  for _ in 1 2 3 4 5; do
-    alive=
-    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ -z "$alive" ] && break
-    sleep 0.2
-  done
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  wait 2>/dev/null
-}
 trap stop_all EXIT
 trap 'echo "run-benchmark: interrupted" >&2; exit 130' INT TERM
 

@@ -8,28 +8,17 @@
 #          [--server-cpuset L] [--side-cpuset L] [--connections C] [--think-time MS]
 #          [--only NAME[,NAME..]] [--no-max] [--output-dir DIR] [--build DIR]
 set -uo pipefail
+script=run-quick-comparison
+. "$(cd "$(dirname "$0")" && pwd)/lib/common.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 rate=5000 duration=10 warmup=3 threads=1 server_cpuset=1 side_cpuset=0 connections=100 think=1
 only= no_max= out= build=build
-die() { echo "run-quick-comparison: $*" >&2; exit 2; }
-while [ $# -gt 0 ]; do
-  case $1 in
-    --rate) rate=$2; shift 2 ;;
-    --duration) duration=$2; shift 2 ;;
-    --warmup) warmup=$2; shift 2 ;;
-    --threads) threads=$2; shift 2 ;;
-    --server-cpuset) server_cpuset=$2; shift 2 ;;
-    --side-cpuset) side_cpuset=$2; shift 2 ;;
-    --connections) connections=$2; shift 2 ;;
-    --think-time) think=$2; shift 2 ;;
-    --only) only=$2; shift 2 ;;
-    --no-max) no_max=1; shift ;;
-    --output-dir) out=$2; shift 2 ;;
-    --build) build=$2; shift 2 ;;
-    -h|--help) sed -n 2,9p "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown option: $1" ;;
-  esac
-done
+options=(
+  --rate=rate --duration=duration --warmup=warmup --threads=threads --server-cpuset=server_cpuset
+  --side-cpuset=side_cpuset --connections=connections --think-time=think --only=only
+  --no-max+no_max --output-dir=out --build=build
+)
+parse_options "$@"
 out=${out:-build/bench/comparison-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 # N+1: the server's cpuset plus one more CPU (here the side CPU, shared with mock and load).

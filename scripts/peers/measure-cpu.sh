@@ -31,33 +31,19 @@
 #   --mock PATH / --load-bin PATH / --server-bin PATH   override single binaries
 #   --out DIR            logs and results.tsv (default: a new /tmp/platoon-peers.XXXXXX)
 set -uo pipefail
+script=measure-cpu
+. "$(cd "$(dirname "$0")" && pwd)/../lib/common.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 servers="nginx passthrough go platoon" rate=10000 load= connections=100 duration=20 warmup=3
 think=1 mock_threads=1 load_cpu=0 server_cpu=1 build=build mock= load_bin= server_bin= out=
-die() { echo "measure-cpu: $*" >&2; exit 2; }
-need() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value"; }
-while [ $# -gt 0 ]; do
-  case $1 in
-    --servers) need "$@"; servers=$2; shift 2 ;;
-    --rate) need "$@"; rate=$2; shift 2 ;;
-    --load) need "$@"; load=$2; shift 2 ;;
-    --connections) need "$@"; connections=$2; shift 2 ;;
-    --duration) need "$@"; duration=$2; shift 2 ;;
-    --warmup) need "$@"; warmup=$2; shift 2 ;;
-    --think-time-ms) need "$@"; think=$2; shift 2 ;;
-    --mock-threads) need "$@"; mock_threads=$2; shift 2 ;;
-    --load-cpu) need "$@"; load_cpu=$2; shift 2 ;;
-    --server-cpu) need "$@"; server_cpu=$2; shift 2 ;;
-    --build) need "$@"; build=$2; shift 2 ;;
-    --mock) need "$@"; mock=$2; shift 2 ;;
-    --load-bin) need "$@"; load_bin=$2; shift 2 ;;
-    --server-bin) need "$@"; server_bin=$2; shift 2 ;;
-    --out) need "$@"; out=$2; shift 2 ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    *) die "unknown option: $1 (see --help)" ;;
-  esac
-done
+options=(
+  --servers=servers --rate=rate --load=load --connections=connections --duration=duration
+  --warmup=warmup --think-time-ms=think --mock-threads=mock_threads --load-cpu=load_cpu
+  --server-cpu=server_cpu --build=build --mock=mock --load-bin=load_bin --server-bin=server_bin
+  --out=out
+)
+parse_options "$@"
 for v in rate connections duration warmup mock_threads; do
   [[ ${!v} =~ ^[0-9]+$ ]] || die "--${v//_/-} must be a whole number"
 done
@@ -79,14 +65,6 @@ out=${out:-$(mktemp -d /tmp/platoon-peers.XXXXXX)}
 mkdir -p "$out" || die "cannot create $out"
 ticks=$(getconf CLK_TCK)
 
-pids=()
-stop_all() {
-  trap - INT TERM EXIT
-  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
-  sleep 0.3
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  wait 2>/dev/null
-}
 trap stop_all EXIT
 trap 'echo "measure-cpu: interrupted" >&2; exit 130' INT TERM
 stop_pid() { kill -INT "$1" 2>/dev/null; for _ in $(seq 30); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done

@@ -264,20 +264,24 @@ std::string compare_text(const Diagnosis& a, const Diagnosis& b) {
     return k.max_carrier_wait_pct ? fmt::format("{:.1f} ({})", *k.max_carrier_wait_pct, k.max_wait_thread) : "-";
   };
   fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "max carrier %wait", wait(a.key), wait(b.key));
-  fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "  contended (behind a task)", opt_text(a.key.max_carrier_contended_wait_pct, 1),
-                 opt_text(b.key.max_carrier_contended_wait_pct, 1));
-  fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "carrier migrations/s", opt_text(a.key.carrier_migrations_per_s, 1),
-                 opt_text(b.key.carrier_migrations_per_s, 1));
-  fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "events per epoll cycle", opt_text(a.key.events_per_cycle, 2),
-                 opt_text(b.key.events_per_cycle, 2));
-  fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "  after a wait >= 100 us", opt_text(a.key.batch_after_long_wait, 2),
-                 opt_text(b.key.batch_after_long_wait, 2));
-  fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "  after a shorter wait", opt_text(a.key.batch_after_short_wait, 2),
-                 opt_text(b.key.batch_after_short_wait, 2));
-  fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "  % cycles after >= 100 us", opt_text(a.key.long_wait_cycles_pct, 2),
-                 opt_text(b.key.long_wait_cycles_pct, 2));
-  fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "queue depth at drain", opt_text(a.key.queue_depth_avg, 2),
-                 opt_text(b.key.queue_depth_avg, 2));
+  // The optional key numbers, one row each: label, member, decimals.
+  struct Row {
+    const char* label;
+    std::optional<double> KeyNumbers::*value;
+    int decimals;
+  };
+  static constexpr Row kRows[] = {
+      {"  contended (behind a task)", &KeyNumbers::max_carrier_contended_wait_pct, 1},
+      {"carrier migrations/s", &KeyNumbers::carrier_migrations_per_s, 1},
+      {"events per epoll cycle", &KeyNumbers::events_per_cycle, 2},
+      {"  after a wait >= 100 us", &KeyNumbers::batch_after_long_wait, 2},
+      {"  after a shorter wait", &KeyNumbers::batch_after_short_wait, 2},
+      {"  % cycles after >= 100 us", &KeyNumbers::long_wait_cycles_pct, 2},
+      {"queue depth at drain", &KeyNumbers::queue_depth_avg, 2},
+  };
+  for (const Row& r : kRows)
+    fmt::format_to(o, "{:<26} {:>24} {:>24}\n", r.label, opt_text(a.key.*r.value, r.decimals),
+                   opt_text(b.key.*r.value, r.decimals));
   if (c.healthier < 0) fmt::format_to(o, "\nhealthier: neither: {}\n", fmt::join(c.reasons, "; "));
   else
     fmt::format_to(o, "\nhealthier: {} ({}): {}\n", c.healthier ? "B" : "A", c.healthier ? b.label : a.label,

@@ -17,25 +17,16 @@
 #   --nginx PATH             nginx binary (default /usr/sbin/nginx)
 # The system nginx service (port 80, /etc/nginx) is neither used nor touched.
 set -euo pipefail
+script=run-nginx
+. "$(cd "$(dirname "$0")" && pwd)/../../lib/common.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 port= backend= workers=1 dir= host=127.0.0.1 keepalive=128 timeout_ms=1000 nginx=/usr/sbin/nginx
-die() { echo "run-nginx: $*" >&2; exit 2; }
-need() { [ $# -ge 2 ] && [ -n "$2" ] || die "$1 needs a value"; }
-while [ $# -gt 0 ]; do
-  case $1 in
-    --port) need "$@"; port=$2; shift 2 ;;
-    --backend) need "$@"; backend=$2; shift 2 ;;
-    --workers) need "$@"; workers=$2; shift 2 ;;
-    --dir) need "$@"; dir=$2; shift 2 ;;
-    --host) need "$@"; host=$2; shift 2 ;;
-    --keepalive) need "$@"; keepalive=$2; shift 2 ;;
-    --backend-timeout-ms) need "$@"; timeout_ms=$2; shift 2 ;;
-    --nginx) need "$@"; nginx=$2; shift 2 ;;
-    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    *) die "unknown option: $1 (see --help)" ;;
-  esac
-done
+options=(
+  --port=port --backend=backend --workers=workers --dir=dir --host=host --keepalive=keepalive
+  --backend-timeout-ms=timeout_ms --nginx=nginx
+)
+parse_options "$@"
 [ -n "$port" ] || die "--port is required"
 [ -n "$backend" ] || die "--backend HOST:PORT is required"
 [[ $port =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || die "--port must be 1..65535, got '$port'"
