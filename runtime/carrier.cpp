@@ -281,7 +281,7 @@ bool Carrier::spin_before_sleep() {
 bool Carrier::wake() {
   if (sleeping_.load(std::memory_order_seq_cst) == 0) return false;
   if (sleeping_.exchange(0) == 0) return false;
-  stats_.wakeups.fetch_add(1, std::memory_order_relaxed);
+  stats_.wakeups.add();
   if (base_) {
     const uint64_t one = 1;
     [[maybe_unused]] ssize_t r = write(wake_fd_, &one, sizeof one);
@@ -342,18 +342,9 @@ CarrierStats Carrier::snapshot() const {
   CarrierStats s;
   s.index = index;
   s.name = name;
-  s.cycles = stats_.cycles.get();
-  s.io_events = stats_.io_events.get();
-  s.fibers_run = stats_.fibers_run.get();
-  s.queue_depth_hwm = stats_.queue_depth_hwm.get();
-  s.steals = stats_.steals.get();
-  s.stolen_fibers = stats_.stolen_fibers.get();
-  s.sleeps = stats_.sleeps.get();
-  s.wakeups = stats_.wakeups.load(std::memory_order_relaxed);
-  s.off_home_runs = stats_.off_home_runs.get();
-  s.budget_cuts = stats_.budget_cuts.get();
-  s.fibers_spawned = stats_.fibers_spawned.get();
-  s.fibers_finished = stats_.fibers_finished.get();
+#define PLATOON_COPY_COUNTER(member, writer, kind, metric, help) s.member = stats_.member.get();
+  PLATOON_CARRIER_COUNTERS(PLATOON_COPY_COUNTER)
+#undef PLATOON_COPY_COUNTER
   return s;
 }
 

@@ -1,4 +1,6 @@
-// Per-carrier counters: written by their carrier only, read by anyone (e.g. the server's /metrics).
+// Per-carrier counters: written by their carrier (wakeups: by its wakers), read by anyone (e.g.
+// the server's /metrics). Each is described once, in PLATOON_CARRIER_COUNTERS; the live struct,
+// the snapshot, Carrier::snapshot's copy and the /metrics families are generated from it.
 #pragma once
 
 #include <atomic>
@@ -7,25 +9,38 @@
 
 namespace platoon::rt {
 
-// A snapshot, plain values.
-struct CarrierStats {
-  int index = 0;
-  std::string name;
-  uint64_t cycles = 0;          // loop iterations (each starts with a poll)
-  uint64_t io_events = 0;       // event callbacks run by this carrier's loop
-  uint64_t fibers_run = 0;      // fiber resumptions
-  uint64_t queue_depth_hwm = 0; // highest runnable-queue depth seen at drain start
-  uint64_t steals = 0;          // successful steal operations by this carrier
-  uint64_t stolen_fibers = 0;   // fibers taken by those steals
-  uint64_t sleeps = 0;          // times it blocked in epoll_wait (or futex for workers)
-  uint64_t wakeups = 0;         // wakeups written to it by other threads
-  uint64_t off_home_runs = 0;   // resumptions of fibers whose home is another carrier
-  uint64_t budget_cuts = 0;     // drains stopped by the budget with work left
-  uint64_t fibers_spawned = 0;  // spawned by code running on this carrier
-  uint64_t fibers_finished = 0; // finished on this carrier
-};
+// X(member, writer, kind, metric, help), in /metrics order:
+//   member  the field of LiveCarrierStats and CarrierStats
+//   writer  LiveCounter (the carrier only) or SharedCounter (any thread)
+//   kind    counter (only grows) or gauge (a high-water mark): the Prometheus TYPE
+//   metric  the /metrics family, or "" when it is not exported by itself
+//   help    what it counts: the /metrics HELP line
+// Sleeps are epoll_wait blocks on carriers and event loops, futex waits on pool workers.
+// fibers_spawned/finished feed Runtime::live_fibers (platoon_fibers_live).
+#define PLATOON_CARRIER_COUNTERS(X)                                                               \
+  X(cycles, LiveCounter, counter, "platoon_carrier_cycles_total",                                 \
+    "Carrier loop iterations (each starts with a poll).")                                         \
+  X(io_events, LiveCounter, counter, "platoon_carrier_io_events_total",                           \
+    "Event callbacks run by the carrier's loop.")                                                 \
+  X(fibers_run, LiveCounter, counter, "platoon_carrier_fibers_run_total", "Fiber resumptions.")   \
+  X(queue_depth_hwm, LiveCounter, gauge, "platoon_carrier_queue_depth_high_water",                \
+    "Highest runnable queue depth seen at drain start.")                                          \
+  X(steals, LiveCounter, counter, "platoon_carrier_steals_total",                                 \
+    "Successful steals by this carrier.")                                                         \
+  X(stolen_fibers, LiveCounter, counter, "platoon_carrier_stolen_fibers_total",                   \
+    "Fibers taken by this carrier's steals.")                                                     \
+  X(sleeps, LiveCounter, counter, "platoon_carrier_sleeps_total",                                 \
+    "Times the carrier blocked waiting for work.")                                                \
+  X(wakeups, SharedCounter, counter, "platoon_carrier_wakeups_total",                             \
+    "Wakeups written to the carrier by other threads.")                                           \
+  X(budget_cuts, LiveCounter, counter, "platoon_carrier_budget_cuts_total",                       \
+    "Drains stopped by the time budget with fibers left.")                                        \
+  X(off_home_runs, LiveCounter, counter, "platoon_carrier_off_home_runs_total",                   \
+    "Resumptions of fibers whose home is another carrier.")                                       \
+  X(fibers_spawned, LiveCounter, counter, "", "Fibers spawned by code running on this carrier.")  \
+  X(fibers_finished, LiveCounter, counter, "", "Fibers finished on this carrier.")
 
-// The live counters. Single writer (the carrier), so relaxed load+store, no read-modify-write.
+// Single writer, so relaxed load+store, no read-modify-write.
 struct LiveCounter {
   std::atomic<uint64_t> v{0};
   void add(uint64_t n = 1) { v.store(v.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
@@ -33,10 +48,42 @@ struct LiveCounter {
   uint64_t get() const { return v.load(std::memory_order_relaxed); }
 };
 
+// Many writers: an atomic add.
+struct SharedCounter {
+  std::atomic<uint64_t> v{0};
+  void add(uint64_t n = 1) { v.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t get() const { return v.load(std::memory_order_relaxed); }
+};
+
+// The live counters.
 struct LiveCarrierStats {
-  LiveCounter cycles, io_events, fibers_run, queue_depth_hwm, steals, stolen_fibers, sleeps,
-      off_home_runs, budget_cuts, fibers_spawned, fibers_finished;
-  std::atomic<uint64_t> wakeups{0};  // written by wakers, many threads
+#define PLATOON_LIVE_MEMBER(member, writer, kind, metric, help) writer member;
+  PLATOON_CARRIER_COUNTERS(PLATOON_LIVE_MEMBER)
+#undef PLATOON_LIVE_MEMBER
+};
+
+// A snapshot, plain values.
+struct CarrierStats {
+  int index = 0;
+  std::string name;
+#define PLATOON_SNAPSHOT_MEMBER(member, writer, kind, metric, help) uint64_t member = 0;
+  PLATOON_CARRIER_COUNTERS(PLATOON_SNAPSHOT_MEMBER)
+#undef PLATOON_SNAPSHOT_MEMBER
+};
+
+// The list as data, for readers that iterate (the server's /metrics).
+struct CarrierCounterInfo {
+  const char* kind;    // "counter" or "gauge"
+  const char* metric;  // "" when not exported by itself
+  const char* help;
+  uint64_t CarrierStats::*value;
+};
+
+inline constexpr CarrierCounterInfo kCarrierCounters[] = {
+#define PLATOON_COUNTER_INFO(member, writer, kind, metric, help) \
+  {#kind, metric, help, &CarrierStats::member},
+    PLATOON_CARRIER_COUNTERS(PLATOON_COUNTER_INFO)
+#undef PLATOON_COUNTER_INFO
 };
 
 }  // namespace platoon::rt

@@ -1,7 +1,7 @@
 #include "server/handoff/metrics.hpp"
 
 #include <cstdint>
-#include <functional>
+#include <vector>
 
 #include "runtime/runtime.hpp"
 #include "server/handoff/server.hpp"
@@ -9,14 +9,7 @@
 namespace platoon::server {
 
 namespace {
-struct Family {
-  const char* name;
-  const char* type;
-  const char* help;
-  std::function<uint64_t(const rt::CarrierStats&)> value;
-};
-
-void scalar(std::string& out, const char* name, const char* type, const char* help, double v) {
+void header(std::string& out, const char* name, const char* type, const char* help) {
   out += "# HELP ";
   out += name;
   out += ' ';
@@ -26,58 +19,37 @@ void scalar(std::string& out, const char* name, const char* type, const char* he
   out += ' ';
   out += type;
   out += '\n';
+}
+
+void scalar(std::string& out, const char* name, const char* type, const char* help, double v) {
+  header(out, name, type, help);
   out += name;
   out += ' ';
   out += std::to_string(static_cast<int64_t>(v));
   out += '\n';
 }
-}  // namespace
 
-std::string prometheus_metrics(const rt::Runtime& rt, const ServerCounters& c, int64_t backend_connections) {
-  static const Family families[] = {
-      {"platoon_carrier_cycles_total", "counter", "Carrier loop iterations (each starts with a poll).",
-       [](const rt::CarrierStats& s) { return s.cycles; }},
-      {"platoon_carrier_io_events_total", "counter", "Event callbacks run by the carrier's loop.",
-       [](const rt::CarrierStats& s) { return s.io_events; }},
-      {"platoon_carrier_fibers_run_total", "counter", "Fiber resumptions.",
-       [](const rt::CarrierStats& s) { return s.fibers_run; }},
-      {"platoon_carrier_queue_depth_high_water", "gauge", "Highest runnable queue depth seen at drain start.",
-       [](const rt::CarrierStats& s) { return s.queue_depth_hwm; }},
-      {"platoon_carrier_steals_total", "counter", "Successful steals by this carrier.",
-       [](const rt::CarrierStats& s) { return s.steals; }},
-      {"platoon_carrier_stolen_fibers_total", "counter", "Fibers taken by this carrier's steals.",
-       [](const rt::CarrierStats& s) { return s.stolen_fibers; }},
-      {"platoon_carrier_sleeps_total", "counter", "Times the carrier blocked waiting for work.",
-       [](const rt::CarrierStats& s) { return s.sleeps; }},
-      {"platoon_carrier_wakeups_total", "counter", "Wakeups written to the carrier by other threads.",
-       [](const rt::CarrierStats& s) { return s.wakeups; }},
-      {"platoon_carrier_budget_cuts_total", "counter", "Drains stopped by the time budget with fibers left.",
-       [](const rt::CarrierStats& s) { return s.budget_cuts; }},
-      {"platoon_carrier_off_home_runs_total", "counter", "Resumptions of fibers whose home is another carrier.",
-       [](const rt::CarrierStats& s) { return s.off_home_runs; }},
-  };
-  const std::vector<rt::CarrierStats> stats = rt.stats();
-  std::string out;
-  out.reserve(4096);
-  for (const Family& f : families) {
-    out += "# HELP ";
-    out += f.name;
-    out += ' ';
-    out += f.help;
-    out += "\n# TYPE ";
-    out += f.name;
-    out += ' ';
-    out += f.type;
-    out += '\n';
+// One family per exported runtime counter (runtime/stats.hpp), one sample per carrier.
+void carrier_families(std::string& out, const std::vector<rt::CarrierStats>& stats) {
+  for (const rt::CarrierCounterInfo& c : rt::kCarrierCounters) {
+    if (*c.metric == '\0') continue;
+    header(out, c.metric, c.kind, c.help);
     for (const rt::CarrierStats& s : stats) {
-      out += f.name;
+      out += c.metric;
       out += "{carrier=\"";
       out += s.name;
       out += "\"} ";
-      out += std::to_string(f.value(s));
+      out += std::to_string(s.*c.value);
       out += '\n';
     }
   }
+}
+}  // namespace
+
+std::string prometheus_metrics(const rt::Runtime& rt, const ServerCounters& c, int64_t backend_connections) {
+  std::string out;
+  out.reserve(4096);
+  carrier_families(out, rt.stats());
   scalar(out, "platoon_fibers_live", "gauge", "Fibers spawned and not finished.", static_cast<double>(rt.live_fibers()));
   scalar(out, "platoon_fiber_stacks", "gauge", "Fiber records (stacks) allocated.", static_cast<double>(rt.fiber_records()));
   scalar(out, "platoon_connections_open", "gauge", "Client connections open.", static_cast<double>(c.connections_open.load()));
@@ -93,7 +65,7 @@ std::string prometheus_metrics(const rt::Runtime& rt, const ServerCounters& c, i
   scalar(out, "platoon_backend_connections_open", "gauge", "Connections to the backend, idle or busy.",
          static_cast<double>(backend_connections));
   scalar(out, "platoon_requests_total", "counter", "Requests parsed.", static_cast<double>(c.requests.load()));
-  out += "# HELP platoon_responses_total Responses by status class.\n# TYPE platoon_responses_total counter\n";
+  header(out, "platoon_responses_total", "counter", "Responses by status class.");
   out += "platoon_responses_total{class=\"2xx\"} " + std::to_string(c.responses_2xx.load()) + "\n";
   out += "platoon_responses_total{class=\"4xx\"} " + std::to_string(c.responses_4xx.load()) + "\n";
   out += "platoon_responses_total{class=\"5xx\"} " + std::to_string(c.responses_5xx.load()) + "\n";
