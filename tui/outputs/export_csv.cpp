@@ -3,6 +3,9 @@
 #include <cinttypes>
 #include <cstdio>
 #include <utility>
+#include <vector>
+
+#include "tui/metrics/catalog.hpp"
 
 namespace platoon::model {
 namespace {
@@ -29,30 +32,26 @@ std::string csv_cell(std::string_view text) {
   return out;
 }
 
+// After the row's identity, the catalog's CSV columns in their order (tui/metrics/catalog.hpp).
 void write_csv_header(std::ostream& out) {
-  out << "interval_start_s,interval_end_s,pid,tid,comm,cpu_pct,wait_pct,run_ns,wait_ns,"
-         "switches_voluntary,switches_involuntary,migrations,io_cycles,io_events,events_per_cycle,"
-         "drains,queue_depth_avg,runq_p50_us,runq_p99_us\n";
+  out << "interval_start_s,interval_end_s,pid,tid,comm";
+  for (const Metric* m : csv_metrics()) out << ',' << m->key;
+  out << '\n';
 }
 
 void write_csv_rows(std::ostream& out, const Window& w, uint64_t origin_ns) {
+  static const std::vector<const Metric*> columns = csv_metrics();
   const std::string start = num(static_cast<double>(w.start_ns - origin_ns) / 1e9, 6);
   const std::string end = num(static_cast<double>(w.end_ns - origin_ns) / 1e9, 6);
-  const std::string none;
   for (const auto& t : w.threads) {
-    const auto& d = t.delta;
-    const bool rw = w.has(kFieldRunWait), sw = w.has(kFieldSwitches), io = w.has(kFieldIo),
-               dr = w.has(kFieldDrain);
-    out << start << ',' << end << ',' << t.pid << ',' << t.tid << ',' << csv_cell(t.comm) << ','
-        << (rw ? num(t.cpu_pct, 3) : none) << ',' << (rw ? num(t.wait_pct, 3) : none) << ','
-        << (rw ? num(d.run_ns) : none) << ',' << (rw ? num(d.wait_ns) : none) << ','
-        << (sw ? num(d.switches_voluntary) : none) << ',' << (sw ? num(d.switches_involuntary) : none) << ','
-        << (w.has(kFieldMigrations) ? num(t.migrations) : none) << ','
-        << (io ? num(d.io_cycles) : none) << ',' << (io ? num(d.io_events) : none) << ','
-        << (t.io ? num(t.io->events_per_cycle, 3) : none) << ','
-        << (dr ? num(d.drains) : none) << ',' << (t.drain ? num(t.drain->queue_depth_avg, 3) : none) << ','
-        << (t.runq ? num(t.runq->p50_us, 1) : none) << ',' << (t.runq ? num(t.runq->p99_us, 1) : none)
-        << '\n';
+    out << start << ',' << end << ',' << t.pid << ',' << t.tid << ',' << csv_cell(t.comm);
+    for (const Metric* m : columns) {
+      Value v = value_of(*m, w, t);
+      if (!v && m->csv.zero_if && (w.fields & m->fields) && m->csv.zero_if(t)) v = 0;
+      out << ',';
+      if (v) out << (m->csv.decimals < 0 ? num(static_cast<uint64_t>(*v)) : num(*v, m->csv.decimals));
+    }
+    out << '\n';
   }
 }
 

@@ -13,7 +13,8 @@
 
 namespace platoon::model {
 
-// The header line (with its newline): the column order every row follows.
+// The header line (with its newline): the column order every row follows; after the row's
+// identity, the metric catalog's CSV columns (tui/metrics/catalog.hpp).
 void write_csv_header(std::ostream& out);
 
 // The rows of one window; interval times are seconds since origin_ns (the first snapshot).

@@ -9,8 +9,9 @@
 #include <span>
 #include <vector>
 
-#include "tui/outputs/export_targets.hpp"  // utf8_safe
 #include "tui/analysis/histogram.hpp"
+#include "tui/metrics/catalog.hpp"
+#include "tui/outputs/export_targets.hpp"  // utf8_safe
 
 namespace platoon::model {
 
@@ -62,20 +63,6 @@ double seconds(uint64_t ns) { return static_cast<double>(ns) / kNsPerSecond; }
 bool has_io(const Snapshot& s, const ThreadSample& t) { return (s.fields & kFieldIo) && t.io_cycles > 0; }
 bool has_drain(const Snapshot& s, const ThreadSample& t) {
   return (s.fields & kFieldDrain) && (t.drains > 0 || t.steals > 0);
-}
-
-// How many series one thread contributes; the same predicates as the rendering below, so the
-// count of series left out by the bound is exact.
-size_t thread_series(const Snapshot& s, const ThreadSample& t) {
-  size_t n = 0;
-  if (s.fields & kFieldRunWait) n += 2;
-  if (s.fields & kFieldSwitches) n += 2;
-  if (s.fields & kFieldMigrations) n += 1;
-  if (s.fields & kFieldWakeups) n += 1;
-  if (s.fields & kFieldRunqHist) n += kRunqSeries;
-  if (has_io(s, t)) n += 1 + kBatchSeries;
-  if (has_drain(s, t)) n += 2 + kBatchSeries;
-  return n;
 }
 
 // Appends exposition text; counts the samples it writes.
@@ -144,26 +131,194 @@ struct Row {
   std::string labels;   // pid, process, thread, tid
 };
 
-struct CounterFamily {
-  const char* name;
-  const char* help;
-  uint32_t field;
-  uint64_t (*value)(const ThreadSample&);
-  bool is_seconds;      // value is ns, exported in seconds
-};
+// The catalog's per-thread families (tui/metrics/catalog.hpp) of one row group, in order: an
+// entry without help is one more labelled sample of the family before it (switches by kind).
+using Family = std::vector<const Metric*>;
+std::vector<Family> families(PromRows group) {
+  std::vector<Family> out;
+  for (const Metric* m : prom_metrics()) {
+    if (m->prom.rows != group) continue;
+    if (m->prom.help || out.empty()) out.emplace_back();
+    out.back().push_back(m);
+  }
+  return out;
+}
+const std::vector<Family>& families_of(PromRows group) {
+  static const std::array<std::vector<Family>, 3> all = {families(PromRows::all), families(PromRows::io),
+                                                         families(PromRows::drain)};
+  return all[static_cast<size_t>(group)];
+}
 
-// The per-thread counters, in the order they are written.
-constexpr CounterFamily kThreadCounters[] = {
-    {"platoon_thread_run_seconds_total", "On-CPU time of the thread since platoon started watching it.",
-     kFieldRunWait, [](const ThreadSample& t) { return t.run_ns; }, true},
-    {"platoon_thread_wait_seconds_total",
-     "Time runnable but not running (run-queue wait) since watching started; rate() x 100 is pidstat's %wait.",
-     kFieldRunWait, [](const ThreadSample& t) { return t.wait_ns; }, true},
-    {"platoon_thread_migrations_total", "Moves of the thread to another CPU.", kFieldMigrations,
-     [](const ThreadSample& t) { return t.migrations; }, false},
-    {"platoon_thread_wakeups_total", "Times the thread was woken.", kFieldWakeups,
-     [](const ThreadSample& t) { return t.wakeups; }, false},
+bool shown(const Snapshot& s, const Family& f) { return (s.fields & f.front()->fields) != 0; }
+
+size_t counter_series(const Snapshot& s, PromRows group) {
+  size_t n = 0;
+  for (const Family& f : families_of(group))
+    if (shown(s, f)) n += f.size();
+  return n;
+}
+
+// How many series one thread contributes; the same predicates as the rendering below, so the
+// count of series left out by the bound is exact.
+size_t thread_series(const Snapshot& s, const ThreadSample& t) {
+  size_t n = counter_series(s, PromRows::all);
+  if (s.fields & kFieldRunqHist) n += kRunqSeries;
+  if (has_io(s, t)) n += counter_series(s, PromRows::io) + kBatchSeries;
+  if (has_drain(s, t)) n += counter_series(s, PromRows::drain) + kBatchSeries;
+  return n;
+}
+
+void counters(Out& out, const Snapshot& s, std::span<const Row* const> rows, PromRows group) {
+  if (rows.empty()) return;
+  for (const Family& f : families_of(group)) {
+    if (!shown(s, f)) continue;
+    const PromFamily& head = f.front()->prom;
+    out.family(head.name, "counter", head.help);
+    for (const Row* r : rows) {
+      for (const Metric* m : f) {
+        const std::string labels = m->prom.label ? r->labels + "," + m->prom.label : r->labels;
+        const uint64_t v = m->prom.counter(*r->t);
+        if (m->prom.seconds) out.sample(head.name, labels, seconds(v));
+        else out.sample(head.name, labels, v);
+      }
+    }
+  }
+}
+
+void runq_histogram(Out& out, std::span<const Row* const> rows) {
+  const char* name = "platoon_thread_runqueue_latency_seconds";
+  out.family(name, "histogram",
+             "Run-queue latency (wakeup or preemption to switch-in), buckets at powers of two ns; "
+             "_sum is the thread's total wait, which also counts a wait still in progress.");
+  for (const Row* r : rows) {
+    const auto& h = r->t->runq_hist;
+    out.histogram(name, r->labels, runq_le(),
+                  [&](size_t i) { return slots_below(h, static_cast<size_t>(kRunqEdgesLog2[i])); }, hist_total(h),
+                  seconds(r->t->wait_ns));
+  }
+}
+
+// A histogram over 0..63+ slots (events per epoll cycle, queue depth at drain).
+void batch_histogram(Out& out, std::span<const Row* const> rows, const char* name, const char* help,
+                     const std::array<uint64_t, kBatchSlots> ThreadSample::*hist, uint64_t ThreadSample::*sum) {
+  out.family(name, "histogram", help);
+  for (const Row* r : rows) {
+    const auto& h = r->t->*hist;
+    out.histogram(name, r->labels, batch_le(),
+                  [&](size_t i) { return slots_below(h, static_cast<size_t>(kBatchEdges[i]) + 1); }, hist_total(h),
+                  static_cast<double>(r->t->*sum));
+  }
+}
+
+std::vector<const Row*> rows_where(const std::vector<Row>& rows, auto keep) {
+  std::vector<const Row*> v;
+  for (const Row& r : rows)
+    if (keep(*r.t)) v.push_back(&r);
+  return v;
+}
+
+// Per thread: the catalog's counters, with the histograms (special cases) between their groups.
+void thread_families(Out& out, const Snapshot& s, const std::vector<Row>& rows) {
+  const auto all = rows_where(rows, [](const ThreadSample&) { return true; });
+  counters(out, s, all, PromRows::all);
+  if ((s.fields & kFieldRunqHist) && !all.empty()) runq_histogram(out, all);
+  const auto io = rows_where(rows, [&](const ThreadSample& t) { return has_io(s, t); });
+  if (!io.empty()) {
+    counters(out, s, io, PromRows::io);
+    batch_histogram(out, io, "platoon_thread_epoll_events_per_cycle",
+                    "Ready events returned per epoll wait call (the batch as the kernel sees it); "
+                    "_count is the IO cycles, _sum the events.",
+                    &ThreadSample::io_events_hist, &ThreadSample::io_events);
+  }
+  const auto drain = rows_where(rows, [&](const ThreadSample& t) { return has_drain(s, t); });
+  if (!drain.empty()) {
+    batch_histogram(out, drain, "platoon_thread_drain_queue_depth",
+                    "Runnable fibers queued when a carrier starts draining (platoon runtime USDT); "
+                    "_count is the drains.",
+                    &ThreadSample::drain_depth_hist, &ThreadSample::drain_depth_sum);
+    counters(out, s, drain, PromRows::drain);
+  }
+}
+
+// The bound: the busiest live threads (run + wait since watching started, the tid breaking
+// ties so the choice is stable), then in (pid, tid) order.
+struct Bound {
+  std::vector<const ThreadSample*> kept;
+  size_t seen = 0;
+  size_t series_over_limit = 0;
 };
+Bound busiest(const Snapshot& s, size_t max_threads) {
+  Bound b;
+  for (const ThreadSample& t : s.threads)
+    if (!t.exited) b.kept.push_back(&t);
+  auto busier = [](const ThreadSample* x, const ThreadSample* y) {
+    const uint64_t a = x->run_ns + x->wait_ns, c = y->run_ns + y->wait_ns;
+    return a != c ? a > c : x->tid < y->tid;
+  };
+  b.seen = b.kept.size();
+  const size_t keep = std::min(b.seen, max_threads);
+  std::partial_sort(b.kept.begin(), b.kept.begin() + static_cast<std::ptrdiff_t>(keep), b.kept.end(), busier);
+  for (size_t i = keep; i < b.kept.size(); ++i) b.series_over_limit += thread_series(s, *b.kept[i]);
+  b.kept.resize(keep);
+  std::sort(b.kept.begin(), b.kept.end(), [](const ThreadSample* x, const ThreadSample* y) {
+    return x->pid != y->pid ? x->pid < y->pid : x->tid < y->tid;
+  });
+  return b;
+}
+
+// The exporter's own gauges and the collector's losses (always shown, never hidden).
+struct SelfCounts {
+  size_t seen = 0, exported = 0, thread_samples = 0, series_over_limit = 0, processes_live = 0, max_threads = 0;
+};
+void self_metrics(Out& out, const Snapshot& s, const PromScrapeInfo& info, const SelfCounts& n) {
+  struct Scalar {
+    const char* name;
+    const char* type;
+    const char* help;
+    double value;
+  };
+  const Scalar scalars[] = {
+      {"platoon_collector_lost_events_total", "counter",
+       "Raw events dropped because the ring buffer was full (the exporter records none).",
+       static_cast<double>(s.lost_events())},
+      {"platoon_collector_untracked_threads_total", "counter",
+       "Threads not tracked because the in-kernel thread map was full.", static_cast<double>(s.untracked_threads)},
+      {"platoon_collector_lost_pairs_total", "counter",
+       "Preemptor/waker pairs not tracked because the pair map was full.", static_cast<double>(s.lost_pairs)},
+      {"platoon_collector_lost_targets_total", "counter", "Processes not watched because the target map was full.",
+       static_cast<double>(s.lost_targets)},
+      {"platoon_exporter_snapshot_duration_seconds", "gauge", "Time taken to read the source for this snapshot.",
+       info.snapshot_seconds},
+      {"platoon_exporter_snapshots_total", "counter",
+       "Snapshots taken (scrapes, less those served from a snapshot under 100 ms old, plus housekeeping).",
+       static_cast<double>(info.snapshots)},
+      {"platoon_exporter_processes", "gauge", "Watched processes with live threads.",
+       static_cast<double>(n.processes_live)},
+      {"platoon_exporter_max_threads", "gauge", "The series bound: at most this many threads are exported.",
+       static_cast<double>(n.max_threads)},
+      {"platoon_exporter_threads_seen", "gauge", "Live threads in the snapshot.", static_cast<double>(n.seen)},
+      {"platoon_exporter_threads_exported", "gauge", "Threads with per-thread series in this exposition.",
+       static_cast<double>(n.exported)},
+      {"platoon_exporter_threads_over_limit", "gauge",
+       "Live threads left out by the bound (--max-threads), the least busy ones.", static_cast<double>(n.seen - n.exported)},
+      {"platoon_exporter_thread_series", "gauge", "Per-thread series in this exposition.",
+       static_cast<double>(n.thread_samples)},
+      {"platoon_exporter_series_over_limit", "gauge", "Per-thread series left out by the bound.",
+       static_cast<double>(n.series_over_limit)},
+  };
+  for (const Scalar& x : scalars) {
+    out.family(x.name, x.type, x.help);
+    out.bare(x.name, x.value);
+  }
+  std::string lacks;
+  for (const auto& f : missing_fields(s.fields)) lacks += (lacks.empty() ? "" : " ") + f;
+  out.family("platoon_exporter_source_info", "gauge",
+             "Where the numbers come from: source bpf or procfs, how it attached, what it lacks.");
+  out.sample("platoon_exporter_source_info",
+             fmt::format("source=\"{}\",attach_mode=\"{}\",lacks=\"{}\"", to_string(s.source),
+                         prom_escape_label(info.attach_mode), prom_escape_label(lacks)),
+             uint64_t{1});
+}
 
 }  // namespace
 
@@ -256,122 +411,8 @@ void PromExposition::observe(Snapshot snap, const std::map<uint32_t, std::string
   snap_ = std::move(snap);
 }
 
-std::string PromExposition::render(const PromScrapeInfo& info) {
-  const Snapshot& s = snap_;
-  std::string text;
-  text.reserve(4096 + std::min(s.threads.size(), max_threads_) * 2048);
+void PromExposition::render_processes(std::string& text, uint32_t fields) {
   Out out(text);
-
-  // The bound: the busiest live threads (run + wait since watching started, the tid breaking
-  // ties so the choice is stable), then written in (pid, tid) order.
-  std::vector<const ThreadSample*> live;
-  live.reserve(s.threads.size());
-  for (const ThreadSample& t : s.threads)
-    if (!t.exited) live.push_back(&t);
-  auto busier = [](const ThreadSample* a, const ThreadSample* b) {
-    const uint64_t x = a->run_ns + a->wait_ns, y = b->run_ns + b->wait_ns;
-    return x != y ? x > y : a->tid < b->tid;
-  };
-  const size_t seen = live.size();
-  const size_t keep = std::min(seen, max_threads_);
-  std::partial_sort(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(keep), live.end(), busier);
-  size_t series_over_limit = 0;
-  for (size_t i = keep; i < live.size(); ++i) series_over_limit += thread_series(s, *live[i]);
-  live.resize(keep);
-  std::sort(live.begin(), live.end(), [](const ThreadSample* a, const ThreadSample* b) {
-    return a->pid != b->pid ? a->pid < b->pid : a->tid < b->tid;
-  });
-
-  auto process_name = [&](uint32_t pid) -> std::string_view {
-    auto it = processes_.find(pid);
-    return it == processes_.end() ? std::string_view() : std::string_view(it->second.name);
-  };
-  std::vector<Row> rows;
-  rows.reserve(live.size());
-  for (const ThreadSample* t : live)
-    rows.push_back({t, fmt::format("pid=\"{}\",process=\"{}\",thread=\"{}\",tid=\"{}\"", t->pid,
-                                   prom_escape_label(process_name(t->pid)), prom_escape_label(t->comm), t->tid)});
-
-  // ---- per thread ----
-  const size_t before_threads = out.samples();
-  for (const CounterFamily& f : kThreadCounters) {
-    if (!(s.fields & f.field) || rows.empty()) continue;
-    out.family(f.name, "counter", f.help);
-    for (const Row& r : rows) {
-      const uint64_t v = f.value(*r.t);
-      if (f.is_seconds) out.sample(f.name, r.labels, seconds(v));
-      else out.sample(f.name, r.labels, v);
-    }
-  }
-  if ((s.fields & kFieldSwitches) && !rows.empty()) {
-    const char* name = "platoon_thread_switches_total";
-    out.family(name, "counter",
-               "Context switches: kind=voluntary (blocked or slept), involuntary (preempted while runnable).");
-    for (const Row& r : rows) {
-      out.sample(name, r.labels + ",kind=\"voluntary\"", r.t->switches_voluntary);
-      out.sample(name, r.labels + ",kind=\"involuntary\"", r.t->switches_involuntary);
-    }
-  }
-  if ((s.fields & kFieldRunqHist) && !rows.empty()) {
-    const char* name = "platoon_thread_runqueue_latency_seconds";
-    out.family(name, "histogram",
-               "Run-queue latency (wakeup or preemption to switch-in), buckets at powers of two ns; "
-               "_sum is the thread's total wait, which also counts a wait still in progress.");
-    for (const Row& r : rows) {
-      const auto& h = r.t->runq_hist;
-      out.histogram(name, r.labels, runq_le(),
-                    [&](size_t i) { return slots_below(h, static_cast<size_t>(kRunqEdgesLog2[i])); },
-                    hist_total(h), seconds(r.t->wait_ns));
-    }
-  }
-  auto io_rows = [&] {
-    std::vector<const Row*> v;
-    for (const Row& r : rows)
-      if (has_io(s, *r.t)) v.push_back(&r);
-    return v;
-  }();
-  if (!io_rows.empty()) {
-    const char* blocked = "platoon_thread_epoll_blocked_seconds_total";
-    out.family(blocked, "counter", "Time blocked in epoll_wait/epoll_pwait/epoll_pwait2.");
-    for (const Row* r : io_rows) out.sample(blocked, r->labels, seconds(r->t->io_blocked_ns));
-    const char* name = "platoon_thread_epoll_events_per_cycle";
-    out.family(name, "histogram",
-               "Ready events returned per epoll wait call (the batch as the kernel sees it); "
-               "_count is the IO cycles, _sum the events.");
-    for (const Row* r : io_rows) {
-      const auto& h = r->t->io_events_hist;
-      out.histogram(name, r->labels, batch_le(),
-                    [&](size_t i) { return slots_below(h, static_cast<size_t>(kBatchEdges[i]) + 1); },
-                    hist_total(h), static_cast<double>(r->t->io_events));
-    }
-  }
-  auto drain_rows = [&] {
-    std::vector<const Row*> v;
-    for (const Row& r : rows)
-      if (has_drain(s, *r.t)) v.push_back(&r);
-    return v;
-  }();
-  if (!drain_rows.empty()) {
-    const char* name = "platoon_thread_drain_queue_depth";
-    out.family(name, "histogram",
-               "Runnable fibers queued when a carrier starts draining (platoon runtime USDT); "
-               "_count is the drains.");
-    for (const Row* r : drain_rows) {
-      const auto& h = r->t->drain_depth_hist;
-      out.histogram(name, r->labels, batch_le(),
-                    [&](size_t i) { return slots_below(h, static_cast<size_t>(kBatchEdges[i]) + 1); },
-                    hist_total(h), static_cast<double>(r->t->drain_depth_sum));
-    }
-    const char* fibers = "platoon_thread_drained_fibers_total";
-    out.family(fibers, "counter", "Fibers run by the carrier's drains.");
-    for (const Row* r : drain_rows) out.sample(fibers, r->labels, r->t->drain_fibers_run);
-    const char* steals = "platoon_thread_steals_total";
-    out.family(steals, "counter", "Steals from sibling carriers' queues by this carrier.");
-    for (const Row* r : drain_rows) out.sample(steals, r->labels, r->t->steals);
-  }
-  const size_t thread_samples = out.samples() - before_threads;
-
-  // ---- per process: live thread count and the counters of threads that exited ----
   std::vector<std::pair<const Process*, std::string>> procs;
   for (auto& [pid, p] : processes_) {
     if (p.dead) p.shown_dead = true;
@@ -406,7 +447,7 @@ std::string PromExposition::render(const PromScrapeInfo& info) {
          &Totals::drains, false},
     };
     for (const ExitedFamily& f : kExited) {
-      if (f.field && !(s.fields & f.field)) continue;
+      if (f.field && !(fields & f.field)) continue;
       out.family(f.name, "counter", f.help);
       for (const auto& [p, labels] : procs) {
         const uint64_t v = p->exited.*f.member;
@@ -414,7 +455,7 @@ std::string PromExposition::render(const PromScrapeInfo& info) {
         else out.sample(f.name, labels, v);
       }
     }
-    if (s.fields & kFieldSwitches) {
+    if (fields & kFieldSwitches) {
       const char* name = "platoon_exited_threads_switches_total";
       out.family(name, "counter", "Context switches of the process's exited threads, by kind.");
       for (const auto& [p, labels] : procs) {
@@ -423,57 +464,29 @@ std::string PromExposition::render(const PromScrapeInfo& info) {
       }
     }
   }
+}
 
-  // ---- the collector's losses (always shown, never hidden) and the exporter itself ----
-  size_t processes_live = 0;
-  for (const auto& [pid, p] : processes_) processes_live += p.live_threads > 0;
-  struct Scalar {
-    const char* name;
-    const char* type;
-    const char* help;
-    double value;
-  };
-  const Scalar scalars[] = {
-      {"platoon_collector_lost_events_total", "counter",
-       "Raw events dropped because the ring buffer was full (the exporter records none).",
-       static_cast<double>(s.lost_events())},
-      {"platoon_collector_untracked_threads_total", "counter",
-       "Threads not tracked because the in-kernel thread map was full.", static_cast<double>(s.untracked_threads)},
-      {"platoon_collector_lost_pairs_total", "counter",
-       "Preemptor/waker pairs not tracked because the pair map was full.", static_cast<double>(s.lost_pairs)},
-      {"platoon_collector_lost_targets_total", "counter", "Processes not watched because the target map was full.",
-       static_cast<double>(s.lost_targets)},
-      {"platoon_exporter_snapshot_duration_seconds", "gauge", "Time taken to read the source for this snapshot.",
-       info.snapshot_seconds},
-      {"platoon_exporter_snapshots_total", "counter",
-       "Snapshots taken (scrapes, less those served from a snapshot under 100 ms old, plus housekeeping).",
-       static_cast<double>(info.snapshots)},
-      {"platoon_exporter_processes", "gauge", "Watched processes with live threads.",
-       static_cast<double>(processes_live)},
-      {"platoon_exporter_max_threads", "gauge", "The series bound: at most this many threads are exported.",
-       static_cast<double>(max_threads_)},
-      {"platoon_exporter_threads_seen", "gauge", "Live threads in the snapshot.", static_cast<double>(seen)},
-      {"platoon_exporter_threads_exported", "gauge", "Threads with per-thread series in this exposition.",
-       static_cast<double>(keep)},
-      {"platoon_exporter_threads_over_limit", "gauge",
-       "Live threads left out by the bound (--max-threads), the least busy ones.", static_cast<double>(seen - keep)},
-      {"platoon_exporter_thread_series", "gauge", "Per-thread series in this exposition.",
-       static_cast<double>(thread_samples)},
-      {"platoon_exporter_series_over_limit", "gauge", "Per-thread series left out by the bound.",
-       static_cast<double>(series_over_limit)},
-  };
-  for (const Scalar& x : scalars) {
-    out.family(x.name, x.type, x.help);
-    out.bare(x.name, x.value);
+std::string PromExposition::render(const PromScrapeInfo& info) {
+  const Snapshot& s = snap_;
+  std::string text;
+  text.reserve(4096 + std::min(s.threads.size(), max_threads_) * 2048);
+  const Bound bound = busiest(s, max_threads_);
+  std::vector<Row> rows;
+  rows.reserve(bound.kept.size());
+  for (const ThreadSample* t : bound.kept) {
+    auto it = processes_.find(t->pid);
+    const std::string_view process = it == processes_.end() ? std::string_view() : std::string_view(it->second.name);
+    rows.push_back({t, fmt::format("pid=\"{}\",process=\"{}\",thread=\"{}\",tid=\"{}\"", t->pid,
+                                   prom_escape_label(process), prom_escape_label(t->comm), t->tid)});
   }
-  std::string lacks;
-  for (const auto& f : missing_fields(s.fields)) lacks += (lacks.empty() ? "" : " ") + f;
-  out.family("platoon_exporter_source_info", "gauge",
-             "Where the numbers come from: source bpf or procfs, how it attached, what it lacks.");
-  out.sample("platoon_exporter_source_info",
-             fmt::format("source=\"{}\",attach_mode=\"{}\",lacks=\"{}\"", to_string(s.source),
-                         prom_escape_label(info.attach_mode), prom_escape_label(lacks)),
-             uint64_t{1});
+  Out threads(text);
+  thread_families(threads, s, rows);
+  render_processes(text, s.fields);
+
+  SelfCounts n{bound.seen, bound.kept.size(), threads.samples(), bound.series_over_limit, 0, max_threads_};
+  for (const auto& [pid, p] : processes_) n.processes_live += p.live_threads > 0;
+  Out out(text);
+  self_metrics(out, s, info, n);
   return text;
 }
 

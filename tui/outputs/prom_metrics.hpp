@@ -1,7 +1,8 @@
 // Prometheus text exposition (format 0.0.4) of cumulative snapshots, for `platoon exporter`.
 // Snapshot counters run from when watching started, which is what Prometheus counters are, so
 // every per-thread number is exported as is and rate() makes the windows (rate of
-// platoon_thread_wait_seconds_total = %wait / 100).
+// platoon_thread_wait_seconds_total = %wait / 100). The per-thread counter families are the
+// metric catalog's (tui/metrics/catalog.hpp); the histograms are this file's own.
 //
 // Series stay bounded under thread churn:
 //   - at most max_threads live threads are exported, the busiest (run + wait since watching
@@ -83,6 +84,8 @@ class PromExposition {
   };
 
   void fold(uint32_t pid, const Totals& last);
+  // Live thread counts and exited-thread counters per process; marks dead processes as shown.
+  void render_processes(std::string& text, uint32_t fields);
 
   size_t max_threads_;
   Snapshot snap_;                           // the last observed snapshot

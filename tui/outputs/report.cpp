@@ -6,10 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
+
+#include "tui/metrics/catalog.hpp"
 
 namespace platoon::model {
 
@@ -18,44 +19,31 @@ namespace {
 using Out = std::back_insert_iterator<std::string>;
 using Threads = std::vector<const ThreadWindow*>;
 
-// ---- shared: metric definitions used by both the single report and --vs ----
+// ---- shared: the catalog's metrics (tui/metrics/catalog.hpp) in the single report and --vs ----
 
-// One comparable figure: its column title, its JSON key, how to read it from a thread and from a
-// process (nullopt: unknown for that source or that thread).
-struct Metric {
-  const char* title;
-  const char* key;
-  std::function<std::optional<double>(const Window&, const ThreadWindow&)> thread;
-  std::function<std::optional<double>(const Window&, const ProcessWindow&)> process;
-};
+using Metrics = std::vector<const Metric*>;
 
-template <typename T>
-std::optional<double> if_has(const Window& w, Field f, T v) {
-  return w.has(f) ? std::optional<double>(static_cast<double>(v)) : std::nullopt;
+// The compared metrics (--vs rows and ratios, process JSON) in their report order.
+const Metrics& compared() {
+  static const Metrics m = report_metrics();
+  return m;
 }
-
-const std::vector<Metric>& metrics() {
-  static const std::vector<Metric> m = {
-      {"%CPU", "cpu_pct", [](auto& w, auto& t) { return if_has(w, kFieldRunWait, t.cpu_pct); },
-       [](auto& w, auto& p) { return if_has(w, kFieldRunWait, p.cpu_pct); }},
-      {"%wait", "wait_pct", [](auto& w, auto& t) { return if_has(w, kFieldRunWait, t.wait_pct); },
-       [](auto& w, auto& p) { return if_has(w, kFieldRunWait, p.wait_pct); }},
-      {"cswch/s", "cswch_per_s", [](auto& w, auto& t) { return if_has(w, kFieldSwitches, t.cswch_per_s); },
-       [](auto& w, auto& p) { return if_has(w, kFieldSwitches, p.cswch_per_s); }},
-      {"nvcswch/s", "nvcswch_per_s", [](auto& w, auto& t) { return if_has(w, kFieldSwitches, t.nvcswch_per_s); },
-       [](auto& w, auto& p) { return if_has(w, kFieldSwitches, p.nvcswch_per_s); }},
-      {"migr/s", "migrations_per_s", [](auto& w, auto& t) { return if_has(w, kFieldMigrations, t.migrations_per_s); },
-       [](auto& w, auto& p) { return if_has(w, kFieldMigrations, p.migrations_per_s); }},
-      {"runq p99 us", "runq_p99_us",
-       [](auto&, auto& t) { return t.runq && t.runq->samples ? std::optional<double>(t.runq->p99_us) : std::nullopt; },
-       [](auto&, auto&) { return std::optional<double>(); }},
-      {"events/cycle", "events_per_cycle",
-       [](auto&, auto& t) { return t.io ? std::optional<double>(t.io->events_per_cycle) : std::nullopt; },
-       [](auto& w, auto& p) { return w.has(kFieldIo) && p.io_cycles ? std::optional<double>(p.events_per_cycle) : std::nullopt; }},
-      {"queue depth avg", "queue_depth_avg",
-       [](auto&, auto& t) { return t.drain && t.drain->batches ? std::optional<double>(t.drain->queue_depth_avg) : std::nullopt; },
-       [](auto& w, auto& p) { return w.has(kFieldDrain) && p.drains ? std::optional<double>(p.queue_depth_avg) : std::nullopt; }},
-  };
+const Metrics& thread_columns() {
+  static const Metrics m = [] {
+    Metrics v;
+    for (const Metric* x : compared())
+      if (x->report.thread_table) v.push_back(x);
+    return v;
+  }();
+  return m;
+}
+const Metrics& process_columns() {
+  static const Metrics m = [] {
+    Metrics v;
+    for (const Metric* x : compared())
+      if (x->process) v.push_back(x);
+    return v;
+  }();
   return m;
 }
 
@@ -126,15 +114,20 @@ void text_header(Out o, const ReportHeader& h, const Window& w) {
   for (const auto& n : h.notes) fmt::format_to(o, "note: {}\n", n);
 }
 
+// Right-aligned cells after the fixed columns, each at its metric's report width.
+void cells(Out o, const Metrics& ms, auto cell) {
+  for (const Metric* m : ms) fmt::format_to(o, " {:>{}}", cell(*m), m->report.width);
+}
+
 void text_threads(Out o, const Window& w, const Threads& ts, const std::map<uint32_t, size_t>& left_out) {
   fmt::format_to(o, "\nThreads (pidstat -u -w over the window)\n");
-  fmt::format_to(o, "{:>8} {:>8}  {:<16} {:>7} {:>7} {:>9} {:>9} {:>8}\n", "PID", "TID", "NAME", "%CPU", "%wait",
-                 "cswch/s", "nvcswch/s", "migr/s");
-  const auto& m = metrics();
+  fmt::format_to(o, "{:>8} {:>8}  {:<16}", "PID", "TID", "NAME");
+  cells(o, thread_columns(), [](const Metric& m) { return m.report.title; });
+  fmt::format_to(o, "\n");
   for (const ThreadWindow* t : ts) {
-    fmt::format_to(o, "{:>8} {:>8}  {:<16} {:>7} {:>7} {:>9} {:>9} {:>8}  {}\n", t->pid, t->tid, t->comm,
-                   fmt_opt(m[0].thread(w, *t)), fmt_opt(m[1].thread(w, *t)), fmt_opt(m[2].thread(w, *t)),
-                   fmt_opt(m[3].thread(w, *t)), fmt_opt(m[4].thread(w, *t)), thread_mark(*t));
+    fmt::format_to(o, "{:>8} {:>8}  {:<16}", t->pid, t->tid, t->comm);
+    cells(o, thread_columns(), [&](const Metric& m) { return fmt_opt(value_of(m, w, *t), m.report.decimals); });
+    fmt::format_to(o, "  {}\n", thread_mark(*t));
   }
   for (auto [pid, n] : left_out) {
     fmt::format_to(o, "  (pid {}: {} less busy threads left out; --format json lists all)\n", pid, n);
@@ -143,14 +136,15 @@ void text_threads(Out o, const Window& w, const Threads& ts, const std::map<uint
 
 void text_processes(Out o, const Window& w) {
   fmt::format_to(o, "\nProcesses (sums over their threads; one core = 100%)\n");
-  fmt::format_to(o, "{:>8}  {:<16} {:>7} {:>7} {:>7} {:>9} {:>9} {:>8} {:>12} {:>11}\n", "PID", "NAME", "threads", "%CPU",
-                 "%wait", "cswch/s", "nvcswch/s", "migr/s", "events/cycle", "queue depth");
-  const auto& m = metrics();
+  fmt::format_to(o, "{:>8}  {:<16} {:>7}", "PID", "NAME", "threads");
+  cells(o, process_columns(),
+        [](const Metric& m) { return m.report.process_title ? m.report.process_title : m.report.title; });
+  fmt::format_to(o, "\n");
   for (const auto& p : w.processes) {
-    fmt::format_to(o, "{:>8}  {:<16} {:>7} {:>7} {:>7} {:>9} {:>9} {:>8} {:>12} {:>11}\n", p.pid, p.comm, p.threads,
-                   fmt_opt(m[0].process(w, p)), fmt_opt(m[1].process(w, p)), fmt_opt(m[2].process(w, p)),
-                   fmt_opt(m[3].process(w, p)), fmt_opt(m[4].process(w, p)), fmt_opt(m[6].process(w, p), 2),
-                   fmt_opt(m[7].process(w, p), 2));
+    fmt::format_to(o, "{:>8}  {:<16} {:>7}", p.pid, p.comm, p.threads);
+    cells(o, process_columns(),
+          [&](const Metric& m) { return fmt_opt(process_value_of(m, w, p), m.report.decimals); });
+    fmt::format_to(o, "\n");
   }
 }
 
@@ -280,23 +274,19 @@ void json_peers(Writer& j, const std::vector<Peer>& peers, bool with_ns) {
 }
 
 void json_thread(Writer& j, const Window& w, const ThreadWindow& t) {
-  const ThreadSample& d = t.delta;
   j.StartObject();
   j.Key("tid"), j.Uint(t.tid);
   j.Key("pid"), j.Uint(t.pid);
   j.Key("comm"), str(j, t.comm);
   j.Key("new"), j.Bool(t.born);
   j.Key("exited"), j.Bool(t.exited);
-  j.Key("cpu_pct"), num(j, t.cpu_pct);
-  j.Key("wait_pct"), num(j, t.wait_pct);
-  j.Key("run_ns"), u64(j, d.run_ns);
-  j.Key("wait_ns"), u64(j, d.wait_ns);
-  j.Key("switches_voluntary"), u64(j, d.switches_voluntary);
-  j.Key("switches_involuntary"), u64(j, d.switches_involuntary);
-  j.Key("cswch_per_s"), num(j, t.cswch_per_s);
-  j.Key("nvcswch_per_s"), num(j, t.nvcswch_per_s);
-  j.Key("migrations"), u64(j, t.migrations);
-  j.Key("migrations_per_s"), num(j, t.migrations_per_s);
+  for (const Metric* m : json_metrics()) {  // the plain quantities; the objects below are special
+    const Value v = value_of(*m, w, t);
+    if (!v) continue;  // the source lacks it: left out, never 0
+    j.Key(m->key);
+    if (m->json.integer) u64(j, static_cast<uint64_t>(*v));
+    else num(j, *v);
+  }
   if (w.has(kFieldCpuDist)) {
     j.Key("cpu_distribution"), j.StartObject();
     for (auto& [cpu, pct] : t.cpu_distribution) j.Key(std::to_string(cpu).c_str()), num(j, pct);
@@ -350,9 +340,9 @@ void json_process(Writer& j, const Window& w, const ProcessWindow& p) {
   j.Key("switches_voluntary"), u64(j, p.switches_voluntary);
   j.Key("switches_involuntary"), u64(j, p.switches_involuntary);
   j.Key("migrations"), u64(j, p.migrations);
-  for (const auto& m : metrics()) {
-    auto v = m.process(w, p);
-    if (v) j.Key(m.key), num(j, v);
+  for (const Metric* m : process_columns()) {
+    auto v = process_value_of(*m, w, p);
+    if (v) j.Key(m->key), num(j, v);
   }
   if (w.has(kFieldIo)) j.Key("io_cycles"), u64(j, p.io_cycles), j.Key("io_events"), u64(j, p.io_events);
   if (w.has(kFieldDrain)) j.Key("drains"), u64(j, p.drains);
@@ -423,10 +413,11 @@ std::pair<std::optional<double>, std::optional<double>> values(const Window& wa,
 
 void text_compare_block(Out o, const std::string& title, auto get_a, auto get_b) {
   fmt::format_to(o, "\n{}\n  {:<16} {:>12} {:>12} {:>8}\n", title, "metric", "A", "B", "B/A");
-  for (const auto& m : metrics()) {
-    auto a = get_a(m), b = get_b(m);
+  for (const Metric* m : compared()) {
+    auto a = get_a(*m), b = get_b(*m);
     if (!a && !b) continue;  // neither source has it: no row
-    fmt::format_to(o, "  {:<16} {:>12} {:>12} {:>8}\n", m.title, fmt_opt(a, 2), fmt_opt(b, 2), fmt_opt(ratio(a, b), 2));
+    fmt::format_to(o, "  {:<16} {:>12} {:>12} {:>8}\n", m->report.title, fmt_opt(a, 2), fmt_opt(b, 2),
+                   fmt_opt(ratio(a, b), 2));
   }
 }
 
@@ -542,8 +533,8 @@ std::string compare_text(Side a, Side b, const ReportOptions& opt) {
     const std::string title = ta && tb && ta->comm == tb->comm ? fmt::format("{} (A {} / B {})", ta->comm, ta->tid, tb->tid)
                                                               : fmt::format("A {} / B {}", side_name(ta), side_name(tb));
     text_compare_block(
-        o, title, [&](const Metric& m) { return ta ? m.thread(a.window, *ta) : std::nullopt; },
-        [&](const Metric& m) { return tb ? m.thread(b.window, *tb) : std::nullopt; });
+        o, title, [&](const Metric& m) { return ta ? value_of(m, a.window, *ta) : std::nullopt; },
+        [&](const Metric& m) { return tb ? value_of(m, b.window, *tb) : std::nullopt; });
   }
   for (const auto& match : match_processes(a.window, b.window)) {
     const ProcessWindow* pa = match.first;
@@ -551,8 +542,8 @@ std::string compare_text(Side a, Side b, const ReportOptions& opt) {
     const std::string title = fmt::format("process totals: A {} ({}) / B {} ({})", pa ? pa->comm : "-", pa ? pa->pid : 0,
                                           pb ? pb->comm : "-", pb ? pb->pid : 0);
     text_compare_block(
-        o, title, [&](const Metric& m) { return pa ? m.process(a.window, *pa) : std::nullopt; },
-        [&](const Metric& m) { return pb ? m.process(b.window, *pb) : std::nullopt; });
+        o, title, [&](const Metric& m) { return pa ? process_value_of(m, a.window, *pa) : std::nullopt; },
+        [&](const Metric& m) { return pb ? process_value_of(m, b.window, *pb) : std::nullopt; });
   }
   return strip_trailing_blanks(s);
 }
@@ -571,9 +562,9 @@ std::string compare_json(Side a, Side b, const ReportOptions& opt) {
     j.Key("comm"), str(j, ta ? ta->comm : tb->comm);
     j.Key("a_tid"), ta ? j.Uint(ta->tid) : j.Null();
     j.Key("b_tid"), tb ? j.Uint(tb->tid) : j.Null();
-    for (const auto& m : metrics()) {
-      auto [va, vb] = values(a.window, ta, b.window, tb, m.thread);
-      j.Key(m.key), num(j, ratio(va, vb));
+    for (const Metric* m : compared()) {
+      auto [va, vb] = values(a.window, ta, b.window, tb, [m](auto& w, auto& t) { return value_of(*m, w, t); });
+      j.Key(m->key), num(j, ratio(va, vb));
     }
     j.EndObject();
   }
@@ -584,9 +575,9 @@ std::string compare_json(Side a, Side b, const ReportOptions& opt) {
     j.Key("comm"), str(j, pa ? pa->comm : pb->comm);
     j.Key("a_pid"), pa ? j.Uint(pa->pid) : j.Null();
     j.Key("b_pid"), pb ? j.Uint(pb->pid) : j.Null();
-    for (const auto& m : metrics()) {
-      auto [va, vb] = values(a.window, pa, b.window, pb, m.process);
-      j.Key(m.key), num(j, ratio(va, vb));
+    for (const Metric* m : compared()) {
+      auto [va, vb] = values(a.window, pa, b.window, pb, [m](auto& w, auto& p) { return process_value_of(*m, w, p); });
+      j.Key(m->key), num(j, ratio(va, vb));
     }
     j.EndObject();
   }

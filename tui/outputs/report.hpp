@@ -2,7 +2,8 @@
 // Windows (window.hpp) and a small header to a string. JSON holds the keys of ARCHITECTURE.md's
 // "platoon report --format json (minimum keys)" plus extras; a field the source lacks is left out
 // of every thread (cpu_distribution, runq_latency_us, preempted_by, woken_by, io, drain) and named
-// in "fields_missing", so an absent key never reads as zero.
+// in "fields_missing", so an absent key never reads as zero. The plain per-thread keys, the table
+// columns and the --vs rows are the metric catalog's (tui/metrics/catalog.hpp).
 #pragma once
 
 #include <cstdint>

@@ -10,23 +10,6 @@ namespace platoon::model {
 
 namespace {
 
-// priority: 1 always shown, higher numbers are dropped first on a narrow terminal.
-constexpr std::array<ColumnInfo, 13> kColumns{{
-    {Column::tid, "TID", 7, false, true, false, 1, "thread id"},
-    {Column::name, "NAME", 13, true, true, false, 1, "thread name (comm)"},
-    {Column::cpu, "%CPU", 5, false, true, true, 1, "on-CPU time / wall time"},
-    {Column::wait, "%WAIT", 6, false, true, true, 1, "runnable but not running / wall time (pidstat %wait)"},
-    {Column::csw, "csw/s", 6, false, true, true, 6, "voluntary context switches per second"},
-    {Column::nvcsw, "nvcs/s", 6, false, true, true, 5, "involuntary context switches (preemptions) per second"},
-    {Column::migr, "mig/s", 5, false, true, true, 7, "CPU migrations per second"},
-    {Column::where, "CPUS", 9, true, false, false, 3, "where it ran: share of switch-ins per CPU (top 2)"},
-    {Column::io_cycles, "cyc/s", 6, false, true, true, 2, "epoll wait calls (IO cycles) per second"},
-    {Column::ev_per_cycle, "ev/c", 5, false, true, true, 2, "ready events per epoll wait call"},
-    {Column::batch_p50, "b50", 4, false, true, true, 2, "batch size p50 (q: drain queue depth, e: epoll events/cycle)"},
-    {Column::batch_p99, "b99", 5, false, true, true, 2, "batch size p99, with its source letter q or e"},
-    {Column::history, "HIST", 10, true, false, false, 4, "sparkline of recent intervals (%wait or %CPU)"},
-}};
-
 bool icontains(const std::string& hay, const std::string& needle) {
   if (needle.empty()) return true;
   auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
@@ -45,38 +28,29 @@ constexpr std::array<double, 8> kIntervals{0.25, 0.5, 1, 2, 3, 5, 10, 30};
 
 }  // namespace
 
-std::span<const ColumnInfo> columns() { return kColumns; }
-
-const ColumnInfo& column_info(Column c) { return kColumns[static_cast<size_t>(c)]; }
-
-Batch batch_of(const ThreadWindow& t) {
-  Batch b;
-  if (t.delta.drains > 0) {
-    b.from = BatchFrom::drain;
-    b.p50 = linear_percentile(t.delta.drain_depth_hist, 50);
-    b.p99 = linear_percentile(t.delta.drain_depth_hist, 99);
-  } else if (t.delta.io_cycles > 0) {
-    b.from = BatchFrom::epoll;
-    b.p50 = linear_percentile(t.delta.io_events_hist, 50);
-    b.p99 = linear_percentile(t.delta.io_events_hist, 99);
-  }
-  return b;
+std::span<const ColumnInfo> columns() {
+  static const std::vector<ColumnInfo> table = [] {
+    std::vector<ColumnInfo> v;
+    for (const Metric* m : tui_columns())
+      v.push_back({static_cast<Column>(v.size()), m->title, m->width, m->tui.left, m->tui.sortable, m->desc,
+                   m->tui.priority, m->help, m->tui.shown, m});
+    return v;
+  }();
+  return table;
 }
 
-double sort_value(Column c, const ThreadWindow& t) {
-  switch (c) {
-    case Column::tid: return t.tid;
-    case Column::cpu: return t.cpu_pct;
-    case Column::wait: return t.wait_pct;
-    case Column::csw: return t.cswch_per_s;
-    case Column::nvcsw: return t.nvcswch_per_s;
-    case Column::migr: return t.migrations_per_s;
-    case Column::io_cycles: return t.io ? t.io->cycles_per_s : 0;
-    case Column::ev_per_cycle: return t.io ? t.io->events_per_cycle : 0;
-    case Column::batch_p50: return batch_of(t).p50;
-    case Column::batch_p99: return batch_of(t).p99;
-    default: return 0;
-  }
+const ColumnInfo& column_info(Column c) { return columns()[static_cast<size_t>(c)]; }
+
+double sort_value(Column c, const ThreadWindow& t, const Window& w) {
+  const ColumnInfo& info = column_info(c);
+  if (!info.sortable || c == Column::name) return 0;
+  return info.metric->value(w, t).value_or(0);
+}
+
+uint32_t needed_fields(std::span<const Column> cols) {
+  std::vector<const Metric*> shown;
+  for (Column c : cols) shown.push_back(column_info(c).metric);
+  return needed_fields(shown);
 }
 
 void TopState::push(Window w) {
@@ -114,10 +88,11 @@ std::vector<const ThreadWindow*> TopState::rows() const {
   const Column c = sort_;
   const bool desc = desc_;
   // Ties fall back to tid so that equal rows keep a stable order between refreshes.
-  std::stable_sort(out.begin(), out.end(), [c, desc](const ThreadWindow* a, const ThreadWindow* b) {
+  const Window& w = window_;
+  std::stable_sort(out.begin(), out.end(), [c, desc, &w](const ThreadWindow* a, const ThreadWindow* b) {
     if (c == Column::name && a->comm != b->comm) return desc ? a->comm > b->comm : a->comm < b->comm;
     if (c != Column::name) {
-      const double va = sort_value(c, *a), vb = sort_value(c, *b);
+      const double va = sort_value(c, *a, w), vb = sort_value(c, *b, w);
       if (va != vb) return desc ? va > vb : va < vb;
     }
     return a->tid < b->tid;
@@ -176,11 +151,22 @@ void TopState::sort_step(int delta) {
   int i = static_cast<int>(sort_);
   for (int tries = 0; tries < n; ++tries) {
     i = ((i + delta) % n + n) % n;
-    if (cols[static_cast<size_t>(i)].sortable) {
+    if (cols[static_cast<size_t>(i)].sortable && column_shown(cols[static_cast<size_t>(i)].id)) {
       set_sort(cols[static_cast<size_t>(i)].id);
       return;
     }
   }
+}
+
+bool TopState::column_shown(Column c) const {
+  const auto i = static_cast<size_t>(c);
+  return i < shown_.size() ? shown_[i] : column_info(c).shown;
+}
+
+void TopState::show_column(Column c, bool on) {
+  if (shown_.empty())
+    for (const auto& info : columns()) shown_.push_back(info.shown);
+  shown_[static_cast<size_t>(c)] = on;
 }
 
 void TopState::back() {

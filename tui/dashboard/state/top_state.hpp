@@ -1,7 +1,8 @@
 // The state of `platoon top`, with no curses in it: the last Window, a bounded history of each
-// thread's recent intervals (for sparklines and the detail graphs), the column table, sort
-// column and direction, the name filter, the selection (kept by thread identity, so it stays on
-// the same thread while rows re-sort), pause, the view on screen and the replay position.
+// thread's recent intervals (for sparklines and the detail graphs), the column table (from the
+// metric catalog) and which columns are shown, sort column and direction, the name filter, the
+// selection (kept by thread identity, so it stays on the same thread while rows re-sort), pause,
+// the view on screen and the replay position.
 // Views only read it; tui/commands/top.cpp changes it from key actions and new windows.
 #pragma once
 
@@ -16,11 +17,14 @@
 #include <vector>
 
 #include "tui/analysis/window.hpp"
+#include "tui/metrics/catalog.hpp"
 
 namespace platoon::model {
 
-// One table for the columns of the main view: header, width and sort all come from here, so
-// they cannot drift apart. `priority`: on a narrow terminal the lowest go first (1 = never).
+// The columns of the main view are the catalog's TUI columns (tui/metrics/catalog.hpp), in
+// their order: header, width, sort direction and help come from there, so they cannot drift
+// apart. Column names the ones this code and its tests refer to; any other catalog column (one
+// added later, off by default) is Column(i), its index in columns().
 enum class Column : uint8_t {
   tid, name, cpu, wait, csw, nvcsw, migr, where, io_cycles, ev_per_cycle, batch_p50, batch_p99, history,
 };
@@ -31,22 +35,18 @@ struct ColumnInfo {
   bool left;          // left-aligned text
   bool sortable;
   bool default_desc;  // biggest first when first chosen
-  int priority;
+  int priority;       // on a narrow terminal the highest go first (1 = never)
   const char* help;
+  bool shown;         // on the default screen
+  const Metric* metric;
 };
 std::span<const ColumnInfo> columns();
 const ColumnInfo& column_info(Column c);
 
-// The platoon batch of a thread: from the runtime's drain queue depth when it drained, else
-// from the epoll events-per-cycle histogram.
-enum class BatchFrom : uint8_t { none, drain, epoll };
-struct Batch {
-  BatchFrom from = BatchFrom::none;
-  double p50 = 0, p99 = 0;
-};
-Batch batch_of(const ThreadWindow& t);
 // The value a row sorts by in column c (name and where sort elsewhere / not at all).
-double sort_value(Column c, const ThreadWindow& t);
+double sort_value(Column c, const ThreadWindow& t, const Window& w = {});
+// The Field bits the given columns need (catalog needed_fields over their metrics).
+uint32_t needed_fields(std::span<const Column> cols);
 
 struct ThreadKey {
   uint32_t tid = 0;
@@ -95,6 +95,9 @@ class TopState {
   void set_sort(Column c);             // its default direction
   void sort_step(int delta);           // next/previous sortable column
   void invert_sort() { desc_ = !desc_; }
+  // Columns off by default (catalog tui.shown = false) can be put on screen, and back.
+  bool column_shown(Column c) const;
+  void show_column(Column c, bool on);
 
   const std::string& filter() const { return filter_; }
   bool editing_filter() const { return editing_filter_; }
@@ -135,6 +138,7 @@ class TopState {
   size_t scroll_ = 0;
   Column sort_ = Column::cpu;
   bool desc_ = true;
+  std::vector<bool> shown_;            // by column index; empty until a column is toggled
   std::string filter_;
   bool editing_filter_ = false;
   bool paused_ = false;

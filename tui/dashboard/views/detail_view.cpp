@@ -65,7 +65,7 @@ void draw_detail(const DrawContext& dc, const model::TopState& st) {
     put(dc, 3, 0, "the thread is gone (Esc: back)");
     return;
   }
-  const auto all = visible_columns(static_cast<size_t>(dc.cols), false);
+  const auto all = visible_columns(st, static_cast<size_t>(dc.cols), false);
   put(dc, 2, 0, fit(column_header(all, st), static_cast<size_t>(dc.cols)), dc.attr(kPairHeader, A_REVERSE));
   put(dc, 3, 0, row_text(all, *t, st, dc.glyphs), A_BOLD);
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "tui/dashboard/input/keymap.hpp"
 #include "tui/dashboard/views/draw.hpp"
@@ -24,10 +26,14 @@ void draw_help(const DrawContext& dc, const model::TopState& st) {
   }
   lines.push_back("");
   lines.push_back("b50/b99: drain queue depth (q) when the thread drains, else epoll events/cycle (e)");
-  // The columns too, when the terminal is tall enough for both.
-  if (dc.lines >= static_cast<int>(lines.size() + model::columns().size()) + 4) {
+  // The columns on screen too (their help is the metric catalog's), when the terminal is tall
+  // enough for both.
+  std::vector<std::string> cols;
+  for (const auto& c : model::columns())
+    if (st.column_shown(c.id)) cols.push_back(fit(c.title, 10) + " " + c.help);
+  if (dc.lines >= static_cast<int>(lines.size() + cols.size()) + 4) {
     lines.push_back("");
-    for (const auto& c : model::columns()) lines.push_back(fit(c.title, 10) + " " + c.help);
+    lines.insert(lines.end(), cols.begin(), cols.end());
   }
   const int h = std::min(dc.lines, static_cast<int>(lines.size()) + 2);
   const int w = std::min(dc.cols, 84);

@@ -32,7 +32,7 @@ void draw_header(const DrawContext& dc, const model::TopState& st, int lines) {
 void draw_table(const DrawContext& dc, model::TopState& st) {
   constexpr int kHeaderLines = 4;
   draw_header(dc, st, kHeaderLines);
-  const auto cols = visible_columns(static_cast<size_t>(dc.cols), true);
+  const auto cols = visible_columns(st, static_cast<size_t>(dc.cols), true);
   put(dc, kHeaderLines, 0, fit(column_header(cols, st), static_cast<size_t>(dc.cols)), dc.attr(kPairHeader, A_REVERSE));
   const int first = kHeaderLines + 1;
   const int height = dc.lines - first - 1;

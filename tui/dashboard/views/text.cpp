@@ -20,26 +20,8 @@ std::string printf_str(const char* fmt, double v) {
   return buf;
 }
 
-// Rates in 6 columns: 999, 12.3k, 4.5M.
-std::string rate(double v) {
-  if (v < 999.5) return printf_str("%.0f", v);
-  if (v < 999.5e3) return printf_str("%.1fk", v / 1e3);
-  return printf_str("%.1fM", v / 1e6);
-}
-
-std::string pct(double v) { return printf_str(v >= 99.95 ? "%.0f" : "%.1f", v); }
-
-std::string where(const ThreadWindow& t) {
-  auto d = t.cpu_distribution;
-  if (d.empty()) return "-";
-  std::stable_sort(d.begin(), d.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  std::string s;
-  for (size_t i = 0; i < d.size() && i < 2; ++i) {
-    if (i) s += ' ';
-    s += std::to_string(d[i].first) + ":" + printf_str("%.0f", d[i].second);
-  }
-  return s;
-}
+std::string rate(double v) { return model::format_rate(v); }
+std::string pct(double v) { return model::format_pct(v); }
 
 std::string ns_label(double ns) {
   if (ns < 1e3) return printf_str("%.0fns", ns);
@@ -150,10 +132,10 @@ std::string bar(double fraction, size_t width, Glyphs g) {
   return s;
 }
 
-std::vector<Column> visible_columns(size_t width, bool with_history) {
+std::vector<Column> visible_columns(const TopState& st, size_t width, bool with_history) {
   std::vector<Column> cols;
   for (const auto& c : model::columns())
-    if (with_history || c.id != Column::history) cols.push_back(c.id);
+    if (st.column_shown(c.id) && (with_history || c.id != Column::history)) cols.push_back(c.id);
   auto total = [&] {
     size_t w = 0;
     for (auto c : cols) w += static_cast<size_t>(model::column_info(c).width) + 1;
@@ -182,42 +164,32 @@ std::string column_header(const std::vector<Column>& cols, const TopState& st) {
   return s;
 }
 
+namespace {
+
+// The history column is drawn from the state (the sparkline); every other cell is the catalog's.
+std::string cell_text(Column c, const ThreadWindow& t, const TopState& st, Glyphs g) {
+  const auto& info = model::column_info(c);
+  if (c == Column::history) {
+    const auto* h = st.history(model::key_of(t));
+    if (!h) return "";
+    const auto& vals = st.spark() == model::SparkMetric::wait ? h->wait_pct : h->cpu_pct;
+    const double peak = std::max(10.0, *std::max_element(vals.begin(), vals.end()));
+    return sparkline(vals, static_cast<size_t>(info.width), peak, g);
+  }
+  const model::Metric& m = *info.metric;
+  const auto v = model::value_of(m, st.window(), t);
+  if (!v) return "-";
+  return m.tui.cell ? m.tui.cell(st.window(), t) : m.tui.format(*v);
+}
+
+}  // namespace
+
 std::string row_text(const std::vector<Column>& cols, const ThreadWindow& t, const TopState& st, Glyphs g) {
-  const auto& w = st.window();
-  const bool io_known = w.has(model::kFieldIo);
-  const auto b = model::batch_of(t);
   std::string s;
   for (auto c : cols) {
     const auto& info = model::column_info(c);
-    std::string v;
-    switch (c) {
-      case Column::tid: v = std::to_string(t.tid); break;
-      case Column::name: v = t.comm; break;
-      case Column::cpu: v = pct(t.cpu_pct); break;
-      case Column::wait: v = pct(t.wait_pct); break;
-      case Column::csw: v = rate(t.cswch_per_s); break;
-      case Column::nvcsw: v = rate(t.nvcswch_per_s); break;
-      case Column::migr: v = rate(t.migrations_per_s); break;
-      case Column::where: v = w.has(model::kFieldCpuDist) ? where(t) : "-"; break;
-      case Column::io_cycles: v = !io_known ? "-" : rate(t.io ? t.io->cycles_per_s : 0); break;
-      case Column::ev_per_cycle: v = t.io ? printf_str("%.1f", t.io->events_per_cycle) : "-"; break;
-      case Column::batch_p50: v = b.from == model::BatchFrom::none ? "-" : printf_str("%.0f", b.p50); break;
-      case Column::batch_p99:
-        v = b.from == model::BatchFrom::none ? "-"
-                                             : printf_str("%.0f", b.p99) + (b.from == model::BatchFrom::drain ? "q" : "e");
-        break;
-      case Column::history: {
-        const auto* h = st.history(model::key_of(t));
-        if (h) {
-          const auto& vals = st.spark() == model::SparkMetric::wait ? h->wait_pct : h->cpu_pct;
-          const double peak = std::max(10.0, *std::max_element(vals.begin(), vals.end()));
-          v = sparkline(vals, static_cast<size_t>(info.width), peak, g);
-        }
-        break;
-      }
-    }
     if (!s.empty()) s += ' ';
-    s += fit(v, static_cast<size_t>(info.width), info.left);
+    s += fit(cell_text(c, t, st, g), static_cast<size_t>(info.width), info.left);
   }
   return s;
 }
@@ -359,7 +331,7 @@ std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, 
 std::string batch_text(const TopState& st) {
   std::string s;
   for (const auto& l : header_lines(st)) s += l + "\n";
-  const auto cols = visible_columns(1000, false);
+  const auto cols = visible_columns(st, 1000, false);
   s += column_header(cols, st) + "\n";
   for (const auto* t : st.rows()) {
     std::string r = row_text(cols, *t, st, Glyphs{false});

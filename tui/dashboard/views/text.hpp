@@ -23,8 +23,8 @@ std::string fit(const std::string& s, size_t width, bool left = true);
 std::string sparkline(const std::deque<double>& values, size_t width, double max, Glyphs g);
 std::string bar(double fraction, size_t width, Glyphs g);
 
-// Columns that fit in `width` (lowest priority dropped first), in table order.
-std::vector<model::Column> visible_columns(size_t width, bool with_history);
+// The shown columns that fit in `width` (lowest priority dropped first), in table order.
+std::vector<model::Column> visible_columns(const model::TopState& st, size_t width, bool with_history);
 std::string column_header(const std::vector<model::Column>& cols, const model::TopState& st);
 std::string row_text(const std::vector<model::Column>& cols, const model::ThreadWindow& t,
                      const model::TopState& st, Glyphs g);
