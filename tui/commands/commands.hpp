@@ -1,17 +1,45 @@
-// The subcommands of `platoon`, one file each under tui/commands/. Each returns the process's
-// exit status and prints its own one-line errors ("platoon <cmd>: ...") to stderr.
+// The subcommands of `platoon`, one file each under tui/commands/. Each file registers its own
+// subcommand (add_<cmd>: its options, then what runs it), returns the process's exit status and
+// prints its own one-line errors ("platoon <cmd>: ...") to stderr. tui/main.cpp lists them.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tui/commands/target.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace platoon::cli {
 
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
+
+// "platoon CMD: MSG" on stderr; returns kExitUsage. cmd empty: "platoon: MSG".
+int usage_error(const std::string& cmd, const std::string& msg);
+
+// What runs a subcommand once the line is parsed; `command` is what followed "--".
+using CommandRun = std::function<int(const std::vector<std::string>& command)>;
+
+// One row of main's table: `add_options` adds the options to the subcommand CLI11 made from
+// name and description, keeping their values where the returned CommandRun reads them.
+struct CommandSpec {
+  const char* name;
+  const char* description;
+  CommandRun (*add_options)(CLI::App& sub);
+  bool takes_command;   // accepts "-- CMD" (the live commands)
+};
+CommandRun add_record(CLI::App& sub);
+CommandRun add_top(CLI::App& sub);
+CommandRun add_report(CLI::App& sub);
+CommandRun add_export(CLI::App& sub);
+CommandRun add_doctor(CLI::App& sub);
+CommandRun add_exporter(CLI::App& sub);
 
 // How a live source is chosen and set up; shared by record, top, doctor --pid and exporter.
 struct LiveOptions {

@@ -2,7 +2,6 @@
 // statistics, never the whole recording in memory), from two with --vs, or from a live target
 // watched for --duration with raw events kept so that the platoon effect can be measured too.
 #include <sched.h>
-#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -10,9 +9,12 @@
 #include <memory>
 #include <optional>
 
+#include <CLI/CLI.hpp>
+
 #include "tui/commands/commands.hpp"
+#include "tui/commands/live_flags.hpp"
 #include "bpf/snapshot/clock.hpp"
-#include "tui/commands/live_source.hpp"
+#include "tui/commands/live_session.hpp"
 #include "tui/analysis/doctor.hpp"
 #include "tui/trace/trace_reader.hpp"
 
@@ -20,9 +22,6 @@ namespace platoon::cli {
 namespace {
 
 namespace doc = model::doctor;
-
-volatile sig_atomic_t g_stop = 0;
-void on_stop(int) { g_stop = 1; }
 
 // Everything one diagnosis needs; the tracker and the window outlive the DoctorInput that
 // points at them.
@@ -80,54 +79,51 @@ std::map<uint32_t, uint32_t> affinity_of(const std::vector<pid_t>& pids) {
   return out;
 }
 
-bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
-  LiveTarget target;
-  if (!start_live_target(opt.live.target, {opt.live.kill_after_s, opt.live.keep_running}, target, error)) return false;
-  std::string note;
-  // Raw events are kept (through the tracker, a few numbers per thread) unless the source is
-  // procfs: the platoon effect needs them.
-  auto source = LiveSource::open(opt.live, target.pids, /*record_events=*/true, error, note);
-  if (!source) return false;
-  if (!note.empty()) run.warnings.push_back(note);
-
-  struct sigaction sa{};
-  sa.sa_handler = on_stop;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-
-  model::Snapshot first = source->snapshot();  // before the command runs: see record.cpp
-  if (target.child && !target.child->release(error)) return false;
+// Watches until --duration, a stop signal or the command's end, feeding raw events to the
+// tracker; returns the closing snapshot.
+model::Snapshot watch(const DoctorOptions& opt, LiveSession& session, Run& run) {
+  model::SnapshotSource& source = session.source();
   auto sink = [&run](const void* rec, size_t size) {
     if (auto h = model::event_as<platoon_event_header>(rec, size)) run.batches.add(*h, rec, size);
   };
   const uint64_t t0 = model::boottime_ns();
   const uint64_t end = t0 + static_cast<uint64_t>(opt.duration_s * 1e9);
   uint64_t next_refresh = t0 + 1'000'000'000ull;
-  std::string status;
-  while (!g_stop) {
+  while (!stop_requested()) {
     const uint64_t now = model::boottime_ns();
     if (now >= end) break;
-    source->poll_events(static_cast<int>(std::min<uint64_t>((end - now) / 1'000'000 + 1, 100)), sink);
+    source.events(static_cast<int>(std::min<uint64_t>((end - now) / 1'000'000 + 1, 100)), sink);
     if (model::boottime_ns() >= next_refresh) {
-      source->refresh();  // --comm: processes started since
+      source.refresh();  // --comm: processes started since
       next_refresh += 1'000'000'000ull;
     }
-    if (target.child && target.child->poll_exit(status)) {
+    if (const std::string status = session.command_status(); !status.empty()) {
       run.warnings.push_back("the command ended (" + status + ") before --duration");
       break;
     }
   }
-  if (g_stop) run.warnings.push_back("interrupted: diagnosing what was watched so far");
-  source->poll_events(0, sink);
-  model::Snapshot last = source->snapshot();
-  if (target.child && !target.child->poll_exit(status)) target.child->end_command();  // ours: it ends with us
+  if (stop_requested()) run.warnings.push_back("interrupted: diagnosing what was watched so far");
+  source.events(0, sink);
+  return source.snapshot();
+}
+
+bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
+  // Raw events are kept (through the tracker, a few numbers per thread) unless the source is
+  // procfs: the platoon effect needs them.
+  auto session = LiveSession::open(opt.live, {.record_events = true}, error);
+  if (!session) return false;
+  if (!session->note().empty()) run.warnings.push_back(session->note());
+  model::Snapshot first = session->source().snapshot();  // before the command runs: see record.cpp
+  if (!session->release(error)) return false;
+  model::Snapshot last = watch(opt, *session, run);
+  session->end_command();  // ours: it ends with us
   run.batches.finish();
   run.window = model::make_window(first, last);
-  run.has_batches = source->source() == model::Source::bpf;
+  run.has_batches = session->source().source() == model::Source::bpf;
   doc::DoctorInput& in = run.input;
   in.label = opt.live.target.describe();
   in.ncpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN));
-  in.allowed_cpus = affinity_of(target.pids);
+  in.allowed_cpus = affinity_of(session->pids());
   in.snapshots = 2;
   if (!run.has_batches) in.no_events_reason = "the procfs source has no raw events";
   if (run.window.wall_s <= 0) {
@@ -174,6 +170,41 @@ int run_doctor(const DoctorOptions& opt) {
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : kExitFailure;
+}
+
+CommandRun add_doctor(CLI::App& sub) {
+  struct Flags {
+    DoctorOptions opt;
+    LiveFlags live;
+    std::string duration = "5";
+  };
+  auto f = std::make_shared<Flags>();
+  sub.add_option("file", f->opt.file, "trace file written by platoon record (or use --pid/--comm/-- CMD)");
+  f->live.add_target(sub);
+  sub.add_option("-d,--duration", f->duration, "live: how long to watch")->capture_default_str();
+  sub.add_option("--vs", f->opt.vs, "a second trace: say which run is healthier and why");
+  sub.add_option("-f,--format", f->opt.format, "text or json")->capture_default_str();
+  f->live.add_procfs(sub, f->opt.live, "live: sample /proc instead of loading BPF (fewer findings)");
+  f->live.add_no_usdt(sub, "live: do not attach the runtime's USDT probes");
+  sub.footer("Examples:\n  platoon doctor run.trace\n  platoon doctor unpinned.trace --vs pinned.trace\n"
+             "  platoon doctor --pid 1234 --duration 10 --format json");
+  return [f](const std::vector<std::string>& command) {
+    DoctorOptions& opt = f->opt;
+    std::string error;
+    if (!opt.file.empty()) {
+      if (f->live.names_target(command))
+        return usage_error("doctor", "give a trace file or --pid/--comm/-- CMD, not both");
+    } else {
+      if (!opt.vs.empty()) return usage_error("doctor", "--vs compares two trace files");
+      if (!f->live.resolve(command, opt.live, error))
+        return usage_error("doctor", "give a trace file or a live target: " + error);
+    }
+    if (!parse_seconds(f->duration, opt.duration_s) || opt.duration_s <= 0 || opt.duration_s > 86400)
+      return usage_error("doctor", "bad --duration '" + f->duration + "'");
+    if (opt.format != "text" && opt.format != "json")
+      return usage_error("doctor", "--format must be text or json, not '" + opt.format + "'");
+    return run_doctor(opt);
+  };
 }
 
 }  // namespace platoon::cli

@@ -5,12 +5,15 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <memory>
 #include <cstring>
 #include <ext/stdio_filebuf.h>
 #include <ostream>
 #include <optional>
 #include <string>
 #include <utility>
+
+#include <CLI/CLI.hpp>
 
 #include "tui/commands/commands.hpp"
 #include "tui/outputs/export_chrome.hpp"
@@ -178,6 +181,21 @@ int run_export(const ExportOptions& opt) {
   if (opt.format == "perfetto") return export_perfetto(opt);
   std::fprintf(stderr, "platoon export: --format must be perfetto, chrome or csv, not '%s'\n", opt.format.c_str());
   return kExitUsage;
+}
+
+CommandRun add_export(CLI::App& sub) {
+  auto opt = std::make_shared<ExportOptions>();
+  sub.add_option("file", opt->file, "trace file written by platoon record")->required();
+  sub.add_option("-f,--format", opt->format, "perfetto (protobuf), chrome (Trace Event JSON) or csv")->required();
+  sub.add_option("-o,--output", opt->output, "file to write")->required();
+  sub.footer("Examples:\n  platoon export run.trace --format perfetto -o run.pftrace   # open in ui.perfetto.dev\n"
+             "  platoon export run.trace --format chrome -o run.json\n"
+             "  platoon export run.trace --format csv -o run.csv");
+  return [opt](const std::vector<std::string>&) {
+    if (opt->format != "perfetto" && opt->format != "chrome" && opt->format != "csv")
+      return usage_error("export", "--format must be perfetto, chrome or csv, not '" + opt->format + "'");
+    return run_export(*opt);
+  };
 }
 
 }  // namespace platoon::cli

@@ -9,19 +9,20 @@
 // once on stderr and keeps serving: the target's thread series are gone (folded into the exited
 // counters, then dropped with the process), platoon_exporter_processes reads 0, and Prometheus
 // keeps seeing a healthy exporter rather than a scrape error. With --comm new matches appear.
-#include <signal.h>
 #include <time.h>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <optional>
-#include <set>
+#include <memory>
+
+#include <CLI/CLI.hpp>
 
 #include "tui/commands/commands.hpp"
+#include "tui/commands/live_flags.hpp"
 #include "tui/commands/http_listener.hpp"
-#include "tui/commands/live_source.hpp"
+#include "tui/commands/live_session.hpp"
 #include "tui/outputs/prom_metrics.hpp"
 
 namespace platoon::cli {
@@ -68,10 +69,8 @@ constexpr const char* kIndexPage =
 
 class Exporter {
  public:
-  Exporter(const ExporterOptions& opt, std::unique_ptr<LiveSource> source, std::vector<pid_t> pids,
-           std::optional<LaunchedCommand> child)
-      : opt_(opt), source_(std::move(source)), pids_(std::move(pids)), child_(std::move(child)),
-        model_(opt.max_threads) {}
+  Exporter(const ExporterOptions& opt, std::unique_ptr<LiveSession> session)
+      : opt_(opt), session_(std::move(session)), source_(session_->source()), model_(opt.max_threads) {}
 
   HttpResponse handle(std::string_view path) {
     if (path == "/metrics") {
@@ -79,7 +78,7 @@ class Exporter {
       if (cached_.empty() || now - taken_ns_ >= kReuseSnapshotNs) {
         take_snapshot();
         model::PromScrapeInfo info;
-        info.attach_mode = source_->attach_mode();
+        info.attach_mode = source_.attach_mode();
         info.snapshot_seconds = snapshot_seconds_;
         info.snapshots = snapshots_;
         cached_ = model_.render(info);
@@ -89,7 +88,7 @@ class Exporter {
     if (path == "/") {
       char page[1024];
       std::snprintf(page, sizeof page, kIndexPage, html_escape(opt_.live.target.describe()).c_str(),
-                    model::to_string(source_->source()));
+                    model::to_string(source_.source()));
       return HttpResponse{200, "text/html; charset=utf-8", page};
     }
     return HttpResponse{404, "text/plain; charset=utf-8", "not found: try /metrics\n"};
@@ -97,17 +96,13 @@ class Exporter {
 
   // Once a second; false ends the exporter (the launched command ended).
   bool tick() {
-    source_->refresh();
-    std::string status;
-    if (child_ && child_->poll_exit(status)) {
+    source_.refresh();
+    if (const std::string status = session_->command_status(); !status.empty()) {
       ended_ = "command " + status;
       return false;
     }
-    for (pid_t p : pids_) {
-      if (gone_.count(p) || (child_ && p == child_->pid()) || process_alive(p)) continue;
-      gone_.insert(p);
+    for (pid_t p : session_->newly_gone())
       std::fprintf(stderr, "platoon exporter: target %d exited; still serving (its thread series are gone)\n", p);
-    }
     if (monotonic_ns() - taken_ns_ >= kHousekeepingNs) {
       take_snapshot();
       cached_.clear();  // the model moved on: the next scrape renders afresh
@@ -118,15 +113,14 @@ class Exporter {
   int finish(int signal_number) {
     if (!ended_.empty()) std::fprintf(stderr, "platoon exporter: %s\n", ended_.c_str());
     else if (signal_number) std::fprintf(stderr, "platoon exporter: stopped (%s)\n", strsignal(signal_number));
-    std::string status;
-    if (child_ && !child_->poll_exit(status)) kill(child_->pid(), SIGTERM);  // we started it: it ends with us
+    session_->end_command();  // we started it: it ends with us
     return 0;
   }
 
  private:
   void take_snapshot() {
     const uint64_t t0 = monotonic_ns();
-    model::Snapshot snap = source_->snapshot();
+    model::Snapshot snap = source_.snapshot();
     std::map<uint32_t, std::string> names;
     for (const auto& t : snap.threads)
       if (!names.count(t.pid)) names[t.pid] = read_comm(t.pid);  // empty once gone: the model keeps the old name
@@ -137,15 +131,13 @@ class Exporter {
   }
 
   const ExporterOptions& opt_;
-  std::unique_ptr<LiveSource> source_;
-  std::vector<pid_t> pids_;
-  std::optional<LaunchedCommand> child_;
+  std::unique_ptr<LiveSession> session_;
+  model::SnapshotSource& source_;
   model::PromExposition model_;
   std::string cached_;
   uint64_t taken_ns_ = 0;
   double snapshot_seconds_ = 0;
   uint64_t snapshots_ = 0;
-  std::set<pid_t> gone_;
   std::string ended_;
 };
 
@@ -156,29 +148,49 @@ int run_exporter(const ExporterOptions& opt) {
     std::fprintf(stderr, "platoon exporter: %s\n", msg.c_str());
     return code;
   };
-  std::string error, note;
+  std::string error;
   // The address first: a typo or a taken port fails before BPF is loaded or a command started.
   bool bad_address = false;
   auto listener = HttpListener::open(opt.listen, error, bad_address);
   if (!listener) return fail(bad_address ? kExitUsage : kExitFailure, error);
 
-  LiveTarget target;
-  if (!start_live_target(opt.live.target, {opt.live.kill_after_s, opt.live.keep_running}, target, error)) return fail(kExitFailure, error);
-  // Without raw events: the exporter reads the in-kernel aggregates at scrape time only.
-  auto source = LiveSource::open(opt.live, target.pids, /*record_events=*/false, error, note);
-  if (!source) return fail(kExitFailure, error);
-  if (!note.empty()) std::fprintf(stderr, "platoon exporter: %s\n", note.c_str());
-  if (target.child && !target.child->release(error)) return fail(kExitFailure, error);
+  // Without raw events: the exporter reads the in-kernel aggregates at scrape time only. The
+  // listener's event loop takes the stop signals.
+  auto session = LiveSession::open(opt.live, {.record_events = false, .stop_signals = false}, error);
+  if (!session) return fail(kExitFailure, error);
+  if (!session->note().empty()) std::fprintf(stderr, "platoon exporter: %s\n", session->note().c_str());
+  if (!session->release(error)) return fail(kExitFailure, error);
 
-  const std::string src = model::to_string(source->source());
-  const std::string mode = source->attach_mode() == src ? src : src + " (" + source->attach_mode() + ")";
   std::fprintf(stderr, "platoon exporter: %s, source %s, listening on %s (GET /metrics)\n",
-               opt.live.target.describe().c_str(), mode.c_str(), listener->bound_address().c_str());
+               opt.live.target.describe().c_str(), session->source_line().c_str(), listener->bound_address().c_str());
 
-  Exporter exporter(opt, std::move(source), std::move(target.pids), std::move(target.child));
+  Exporter exporter(opt, std::move(session));
   const int sig = listener->run([&](std::string_view path) { return exporter.handle(path); }, kTickMs,
                                 [&] { return exporter.tick(); });
   return exporter.finish(sig);
+}
+
+CommandRun add_exporter(CLI::App& sub) {
+  struct Flags {
+    ExporterOptions opt;
+    LiveFlags live;
+  };
+  auto f = std::make_shared<Flags>();
+  f->live.add_target(sub);
+  sub.add_option("-l,--listen", f->opt.listen, "HOST:PORT or :PORT to listen on")->capture_default_str();
+  sub.add_option("--max-threads", f->opt.max_threads, "export at most this many threads (busiest first)")
+      ->capture_default_str();
+  f->live.add_procfs(sub, f->opt.live, "sample /proc instead of loading BPF (fewer metrics)");
+  f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes");
+  sub.footer("Examples:\n  platoon exporter --comm platoon-server --listen :9464\n"
+             "  platoon exporter --pid 1234 --listen 127.0.0.1:9464");
+  return [f](const std::vector<std::string>& command) {
+    std::string error;
+    if (!f->live.resolve(command, f->opt.live, error)) return usage_error("exporter", error);
+    if (f->opt.max_threads < 1 || f->opt.max_threads > 100000)
+      return usage_error("exporter", "--max-threads must be 1..100000");
+    return run_exporter(f->opt);
+  };
 }
 
 }  // namespace platoon::cli

@@ -8,21 +8,20 @@
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
-#include <optional>
-#include <set>
+#include <memory>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "tui/commands/commands.hpp"
+#include "tui/commands/live_flags.hpp"
 #include "bpf/snapshot/clock.hpp"
-#include "tui/commands/live_source.hpp"
+#include "tui/commands/live_session.hpp"
 #include "tui/trace/trace_writer.hpp"
 #include "tui/version.hpp"
 
 namespace platoon::cli {
 namespace {
-
-volatile sig_atomic_t g_stop_signal = 0;
-void on_stop_signal(int sig) { g_stop_signal = sig; }
 
 // Raw records are batched into chunks of about this size (or every poll round, ≤ 100 ms).
 constexpr size_t kEventChunkBytes = 64 * 1024;
@@ -59,32 +58,16 @@ std::string fmt_seconds(uint64_t ns) {
   return buf;
 }
 
-}  // namespace
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "platoon record: %s\n", msg.c_str());
+  return kExitFailure;
+}
 
-int run_record(const RecordOptions& opt) {
-  auto fail = [](const std::string& msg) {
-    std::fprintf(stderr, "platoon record: %s\n", msg.c_str());
-    return kExitFailure;
-  };
-  std::string error, note;
-
-  // The output is checked and created first: a bad -o fails before anything is attached or run.
-  auto output = model::OutputFile::create(opt.output, model::OutputFile::Existing::replace, &error);
-  if (!output) return fail(error);
-
-  LiveTarget target;
-  if (!start_live_target(opt.live.target, {opt.live.kill_after_s, opt.live.keep_running}, target, error)) return fail(error);
-  auto& child = target.child;
-  const std::vector<pid_t>& pids = target.pids;
-
-  auto source = LiveSource::open(opt.live, pids, opt.events, error, note);
-  if (!source) return fail(error);
-  if (!note.empty()) std::fprintf(stderr, "platoon record: %s\n", note.c_str());
-
+model::TraceMeta make_meta(const RecordOptions& opt, const LiveSession& session) {
   model::TraceMeta meta;
   meta.tool_version = kVersion;
-  meta.source = source->source();
-  meta.attach_mode = source->attach_mode();
+  meta.source = session.source().source();
+  meta.attach_mode = session.source().attach_mode();
   meta.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
   meta.start_boottime_ns = model::clock_ns(CLOCK_BOOTTIME);
   meta.start_realtime_ns = model::clock_ns(CLOCK_REALTIME);
@@ -95,114 +78,193 @@ int run_record(const RecordOptions& opt) {
   utsname uts{};
   if (uname(&uts) == 0) meta.kernel = uts.release;
   meta.target = opt.live.target.describe();
-  for (pid_t p : pids) meta.pids.push_back(static_cast<uint32_t>(p));
+  for (pid_t p : session.pids()) meta.pids.push_back(static_cast<uint32_t>(p));
   meta.comm = opt.live.target.comm;
   meta.command = opt.live.target.command;
+  return meta;
+}
 
+// The recording once it runs: raw events as they come, a snapshot per interval, until the
+// duration, a stop signal, the command's end or a write error.
+class RecordLoop {
+ public:
+  RecordLoop(const RecordOptions& opt, LiveSession& session, model::TraceWriter& writer)
+      : opt_(opt), session_(session), source_(session.source()), writer_(writer), batch_(writer) {
+    t0_ = model::clock_ns(CLOCK_BOOTTIME);
+    interval_ns_ = static_cast<uint64_t>(opt.interval_s * 1e9);
+    end_ns_ = opt.duration_s > 0 ? t0_ + static_cast<uint64_t>(opt.duration_s * 1e9) : UINT64_MAX;
+    next_ns_ = t0_ + interval_ns_;
+  }
+
+  // False when a write failed (the file holds what was written before).
+  bool run() {
+    while (stop_reason_.empty()) {
+      const uint64_t now = model::clock_ns(CLOCK_BOOTTIME);
+      const uint64_t until = std::min(next_ns_, end_ns_);
+      if (now < until) {
+        const int timeout_ms = static_cast<int>(std::min<uint64_t>((until - now) / 1'000'000 + 1, 100));
+        source_.events(timeout_ms, sink());
+        if (!batch_.flush()) write_failed_ = true;
+      }
+      if (write_failed_) return false;
+      if (stop_requested()) {
+        stop_reason_ = "interrupted";
+        break;
+      }
+      const uint64_t t = model::clock_ns(CLOCK_BOOTTIME);
+      if ((t >= next_ns_ || t >= end_ns_) && !interval(t)) return false;
+    }
+    return true;
+  }
+
+  // Drains what the ring buffer still holds, then the closing snapshot; false on a write error.
+  bool finish() {
+    source_.events(0, sink());
+    batch_.flush();
+    take_snapshot();
+    writer_.write_snapshot(last_);
+    for (const auto& n : source_.cost_notes()) writer_.write_note(model::clock_ns(CLOCK_BOOTTIME), n);
+    return writer_.finish(stop_reason_);
+  }
+
+  void print_summary() const {
+    const uint64_t dur = model::clock_ns(CLOCK_BOOTTIME) - t0_;
+    if (!opt_.quiet)
+      std::fprintf(stderr,
+                   "platoon record: %s after %s: %zu threads, %" PRIu64 " events, %" PRIu64
+                   " lost, %" PRIu64 " bytes in %s\n",
+                   stop_reason_.c_str(), fmt_seconds(dur).c_str(), threads_seen_, batch_.total(),
+                   last_.lost_events(), writer_.bytes_written(), opt_.output.c_str());
+    if (last_.lost_events() > 0)
+      std::fprintf(stderr, "platoon record: %" PRIu64 " events were lost (ring buffer full): try --ringbuf-mb\n",
+                   last_.lost_events());
+  }
+
+ private:
+  model::SnapshotSource::EventSink sink() {
+    return [this](const void* rec, size_t size) {
+      batch_.add(rec, size);
+      if (batch_.full() && !batch_.flush()) write_failed_ = true;
+    };
+  }
+
+  void take_snapshot() {
+    last_ = source_.snapshot();
+    threads_seen_ = std::max(threads_seen_, last_.threads.size());
+  }
+
+  // One interval's snapshot and what ended since; false on a write error.
+  bool interval(uint64_t t) {
+    source_.refresh();
+    take_snapshot();
+    if (!writer_.write_snapshot(last_)) {
+      write_failed_ = true;
+      return false;
+    }
+    next_ns_ += interval_ns_ * ((t - next_ns_) / interval_ns_ + 1);
+    // Targets that went away: say so once, keep recording (--comm may match new ones).
+    for (pid_t p : session_.newly_gone()) {
+      const std::string msg = "target " + std::to_string(p) + " exited at +" + fmt_seconds(t - t0_) +
+                              (opt_.live.target.comm.empty() ? "; still recording (Ctrl-C to stop)" : "");
+      writer_.write_note(t, msg);
+      std::fprintf(stderr, "platoon record: %s\n", msg.c_str());
+    }
+    if (const std::string status = session_.command_status(); !status.empty()) stop_reason_ = "command " + status;
+    if (t >= end_ns_) stop_reason_ = "duration reached";
+    return true;
+  }
+
+  const RecordOptions& opt_;
+  LiveSession& session_;
+  model::SnapshotSource& source_;
+  model::TraceWriter& writer_;
+  EventBatch batch_;
+  uint64_t t0_ = 0, interval_ns_ = 0, end_ns_ = 0, next_ns_ = 0;
+  size_t threads_seen_ = 0;
+  model::Snapshot last_;
+  std::string stop_reason_;
+  bool write_failed_ = false;
+};
+
+}  // namespace
+
+int run_record(const RecordOptions& opt) {
+  std::string error;
+  // The output is checked and created first: a bad -o fails before anything is attached or run.
+  auto output = model::OutputFile::create(opt.output, model::OutputFile::Existing::replace, &error);
+  if (!output) return fail(error);
+  auto session = LiveSession::open(opt.live, {.record_events = opt.events}, error);
+  if (!session) return fail(error);
+  const std::string& note = session->note();
+  if (!note.empty()) std::fprintf(stderr, "platoon record: %s\n", note.c_str());
+
+  const model::TraceMeta meta = make_meta(opt, *session);
   auto writer = model::TraceWriter::create(std::move(*output), meta, {}, &error);
   if (!writer) return fail(error);
   if (writer->replaced_earlier_file())
     std::fprintf(stderr, "platoon record: replaced the earlier %s\n", opt.output.c_str());
-  for (const auto& n : source->notes()) writer->write_note(model::clock_ns(CLOCK_BOOTTIME), n);
+  for (const auto& n : session->source().notes()) writer->write_note(model::clock_ns(CLOCK_BOOTTIME), n);
   if (!note.empty()) writer->write_note(model::clock_ns(CLOCK_BOOTTIME), note);
-
-  struct sigaction sa{};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
   signal(SIGXFSZ, SIG_IGN);  // a file size limit is a write error (EFBIG) to report, not a death
 
   // The first snapshot is the baseline every window of the recording starts from. It is taken
   // before a -- CMD is let go, so that the windows hold everything the command does (on a busy
   // machine the command can run for a while before a later baseline).
-  if (!writer->write_snapshot(source->snapshot())) return fail(writer->error());
-  if (child && !child->release(error)) {
+  if (!writer->write_snapshot(session->source().snapshot())) return fail(writer->error());
+  if (!session->release(error)) {
     writer->finish("command failed to start");
     return fail(error);
   }
-
-  EventBatch batch(*writer);
-  const uint64_t t0 = model::clock_ns(CLOCK_BOOTTIME);
-  const uint64_t interval_ns = meta.interval_ns;
-  const uint64_t end_ns = opt.duration_s > 0 ? t0 + static_cast<uint64_t>(opt.duration_s * 1e9) : UINT64_MAX;
-  std::set<pid_t> gone;
-  std::string stop_reason;
-  bool write_failed = false;
-  uint64_t next_ns = t0 + interval_ns;
-  size_t threads_seen = 0;
-  model::Snapshot last;
-
+  RecordLoop loop(opt, *session, *writer);
   if (!opt.quiet)
     std::fprintf(stderr, "platoon record: recording %s (source %s, %s) to %s; Ctrl-C to stop\n",
                  meta.target.c_str(), model::to_string(meta.source), meta.attach_mode.c_str(),
                  opt.output.c_str());
-
-  auto sink = [&](const void* rec, size_t size) {
-    batch.add(rec, size);
-    if (batch.full() && !batch.flush()) write_failed = true;
-  };
-
-  while (stop_reason.empty()) {
-    const uint64_t now = model::clock_ns(CLOCK_BOOTTIME);
-    const uint64_t until = std::min(next_ns, end_ns);
-    if (now < until) {
-      const int timeout_ms = static_cast<int>(std::min<uint64_t>((until - now) / 1'000'000 + 1, 100));
-      source->poll_events(timeout_ms, sink);
-      if (!batch.flush()) write_failed = true;
-    }
-    if (write_failed) break;
-    if (g_stop_signal) {
-      stop_reason = "interrupted";
-      break;
-    }
-    const uint64_t t = model::clock_ns(CLOCK_BOOTTIME);
-    if (t >= next_ns || t >= end_ns) {
-      source->refresh();
-      last = source->snapshot();
-      threads_seen = std::max(threads_seen, last.threads.size());
-      if (!writer->write_snapshot(last)) { write_failed = true; break; }
-      next_ns += interval_ns * ((t - next_ns) / interval_ns + 1);
-      // Targets that went away: say so once, keep recording (--comm may match new ones).
-      for (pid_t p : pids) {
-        if (gone.count(p) || process_alive(p)) continue;
-        if (child && p == child->pid()) continue;
-        gone.insert(p);
-        const std::string msg = "target " + std::to_string(p) + " exited at +" + fmt_seconds(t - t0) +
-                                (opt.live.target.comm.empty() ? "; still recording (Ctrl-C to stop)" : "");
-        writer->write_note(t, msg);
-        std::fprintf(stderr, "platoon record: %s\n", msg.c_str());
-      }
-      std::string status;
-      if (child && child->poll_exit(status)) stop_reason = "command " + status;
-      if (t >= end_ns) stop_reason = "duration reached";
-    }
-  }
-  if (write_failed) {
+  if (!loop.run()) {
     std::fprintf(stderr, "platoon record: writing %s failed: %s; the file holds what was written before\n",
                  opt.output.c_str(), writer->error().c_str());
     return kExitFailure;
   }
-  // Drain what the ring buffer still holds, then the closing snapshot.
-  source->poll_events(0, sink);
-  batch.flush();
-  last = source->snapshot();
-  threads_seen = std::max(threads_seen, last.threads.size());
-  writer->write_snapshot(last);
-  for (const auto& n : source->cost_notes()) writer->write_note(model::clock_ns(CLOCK_BOOTTIME), n);
-  if (!writer->finish(stop_reason)) return fail(writer->error());
-
-  const uint64_t dur = model::clock_ns(CLOCK_BOOTTIME) - t0;
-  if (!opt.quiet)
-    std::fprintf(stderr,
-                 "platoon record: %s after %s: %zu threads, %" PRIu64 " events, %" PRIu64
-                 " lost, %" PRIu64 " bytes in %s\n",
-                 stop_reason.c_str(), fmt_seconds(dur).c_str(), threads_seen, batch.total(),
-                 last.lost_events(), writer->bytes_written(), opt.output.c_str());
-  if (last.lost_events() > 0)
-    std::fprintf(stderr, "platoon record: %" PRIu64 " events were lost (ring buffer full): try --ringbuf-mb\n",
-                 last.lost_events());
+  if (!loop.finish()) return fail(writer->error());
+  loop.print_summary();
   return 0;
+}
+
+CommandRun add_record(CLI::App& sub) {
+  struct Flags {
+    RecordOptions opt;
+    LiveFlags live;
+    std::string duration, interval = "1";
+    bool no_events = false;
+  };
+  auto f = std::make_shared<Flags>();
+  RecordOptions& opt = f->opt;
+  f->live.add_target(sub);
+  sub.add_option("-d,--duration", f->duration, "stop after this long (10, 10s, 500ms, 2m); default: until Ctrl-C");
+  sub.add_option("-i,--interval", f->interval, "one aggregate snapshot per interval")->capture_default_str();
+  sub.add_option("-o,--output", opt.output, "trace file to write (mode 0600)")->required();
+  f->live.add_procfs(sub, opt.live, "sample /proc instead of loading BPF (fewer fields)");
+  sub.add_flag("--no-events", f->no_events, "aggregates only, no raw scheduler events");
+  sub.add_option("--ringbuf-mb", opt.live.ringbuf_mb, "ring buffer size for raw events")->capture_default_str();
+  f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes (platoon-server targets)");
+  f->live.add_raw_tp(sub, opt.live);
+  sub.add_flag("-q,--quiet", opt.quiet, "no progress lines");
+  f->live.add_verbose(sub, opt.live);
+  sub.footer("Examples:\n  platoon record --pid 1234 --duration 10 -o run.trace\n"
+             "  platoon record --comm nginx -o nginx.trace\n"
+             "  platoon record -o server.trace -- build/bin/platoon-server --port 8080 --backend 127.0.0.1:9090");
+  return [f](const std::vector<std::string>& command) {
+    RecordOptions& o = f->opt;
+    std::string error;
+    if (!f->live.resolve(command, o.live, error)) return usage_error("record", error);
+    if (!f->duration.empty() && (!parse_seconds(f->duration, o.duration_s) || o.duration_s <= 0))
+      return usage_error("record", "bad --duration '" + f->duration + "'");
+    if (!parse_seconds(f->interval, o.interval_s) || o.interval_s < 0.01 || o.interval_s > 3600)
+      return usage_error("record", "bad --interval '" + f->interval + "' (10ms to 1h)");
+    if (o.live.ringbuf_mb < 1 || o.live.ringbuf_mb > 1024) return usage_error("record", "--ringbuf-mb must be 1..1024");
+    o.events = !f->no_events;
+    return run_record(o);
+  };
 }
 
 }  // namespace platoon::cli

@@ -1,7 +1,10 @@
 // platoon report: the per-thread tables of one recording (first to last snapshot), or two side
 // by side with --vs.
 #include <cstdio>
+#include <memory>
 #include <optional>
+
+#include <CLI/CLI.hpp>
 
 #include "tui/commands/commands.hpp"
 #include "tui/outputs/report.hpp"
@@ -71,6 +74,18 @@ int run_report(const ReportOptions& opt) {
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);
   return std::fflush(stdout) == 0 ? 0 : kExitFailure;
+}
+
+CommandRun add_report(CLI::App& sub) {
+  auto opt = std::make_shared<ReportOptions>();
+  sub.add_option("file", opt->file, "trace file written by platoon record")->required();
+  sub.add_option("--vs", opt->vs, "a second trace: print both side by side with ratios");
+  sub.add_option("-f,--format", opt->format, "text or json")->capture_default_str();
+  return [opt](const std::vector<std::string>&) {
+    if (opt->format != "text" && opt->format != "json")
+      return usage_error("report", "--format must be text or json, not '" + opt->format + "'");
+    return run_report(*opt);
+  };
 }
 
 }  // namespace platoon::cli

@@ -2,18 +2,19 @@
 // aggregates (the source is opened without raw events, so user space does no per-event work),
 // makes the window since the previous one, updates the model and redraws; between intervals it
 // waits for keys. --batch prints the table instead of drawing it.
-#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <optional>
-#include <set>
+#include <memory>
+
+#include <CLI/CLI.hpp>
 
 #include "tui/commands/commands.hpp"
+#include "tui/commands/live_flags.hpp"
 #include "bpf/snapshot/clock.hpp"
-#include "tui/commands/live_source.hpp"
+#include "tui/commands/live_session.hpp"
 #include "tui/commands/top_loop.hpp"
 #include "tui/analysis/window.hpp"
 #include "tui/version.hpp"
@@ -30,51 +31,32 @@ int fail(const std::string& msg) {
   return kExitFailure;
 }
 
-std::string source_line(const LiveSource& src) {
-  const std::string s = model::to_string(src.source());
-  return src.attach_mode() == s ? s : s + " (" + src.attach_mode() + ")";
-}
-
-model::TraceMeta meta_for(const TopOptions& opt, const LiveSource& src, const std::vector<pid_t>& pids) {
+model::TraceMeta meta_for(const TopOptions& opt, const LiveSession& session) {
   model::TraceMeta meta;
   meta.tool_version = kVersion;
-  meta.source = src.source();
-  meta.attach_mode = src.attach_mode();
+  meta.source = session.source().source();
+  meta.attach_mode = session.source().attach_mode();
   meta.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
   meta.target = opt.live.target.describe();
-  for (pid_t p : pids) meta.pids.push_back(static_cast<uint32_t>(p));
+  for (pid_t p : session.pids()) meta.pids.push_back(static_cast<uint32_t>(p));
   meta.comm = opt.live.target.comm;
   meta.command = opt.live.target.command;
   return meta;
 }
 
-// Which targets are gone; empty while any is alive (--comm keeps watching for new ones).
-std::string targets_gone(const TopOptions& opt, const std::vector<pid_t>& pids, std::optional<LaunchedCommand>& child) {
-  std::string status;
-  // A launched command's end is its exit status, never the /proc check below: the command may
-  // exit between the two, and "target exited" would lose the status.
-  if (child) return child->poll_exit(status) ? "command " + status : std::string();
-  if (!opt.live.target.comm.empty()) return {};
-  for (pid_t p : pids)
-    if (process_alive(p)) return {};
-  return pids.size() == 1 ? "target exited" : "all targets exited";
-}
-
 // The loop of a live session: keys between intervals, one snapshot per interval.
 class LiveTop {
  public:
-  LiveTop(const TopOptions& opt, std::unique_ptr<LiveSource> source, std::vector<pid_t> pids,
-          std::optional<LaunchedCommand> child, std::unique_ptr<tui::Screen> screen)
-      : opt_(opt), source_(std::move(source)), pids_(std::move(pids)), child_(std::move(child)),
-        screen_(std::move(screen)) {
+  LiveTop(const TopOptions& opt, LiveSession& session, std::unique_ptr<tui::Screen> screen)
+      : opt_(opt), session_(session), source_(session.source()), screen_(std::move(screen)) {
     st_.set_interval(opt.interval_s);
     st_.target = opt.live.target.describe();
-    st_.source_line = source_line(*source_);
+    st_.source_line = session.source_line();
   }
   model::TopState& state() { return st_; }
 
   void run() {
-    prev_ = source_->snapshot();
+    prev_ = source_.snapshot();
     next_ = model::boottime_ns() + interval_ns();
     if (screen_) screen_->draw(st_);
     while (!stop_requested()) {
@@ -102,8 +84,7 @@ class LiveTop {
     screen_.reset();  // the terminal is ours again before anything is printed
     if (!saved.empty()) std::fprintf(stderr, "platoon top: %s\n", saved.c_str());
     if (batch && !ended_.empty()) std::fprintf(stderr, "platoon top: %s\n", ended_.c_str());
-    std::string status;
-    if (child_ && !child_->poll_exit(status)) kill(child_->pid(), SIGTERM);  // we started it: it ends with us
+    session_.end_command();  // we started it: it ends with us
     return 0;
   }
 
@@ -118,7 +99,7 @@ class LiveTop {
     if (in == Intent::record) {
       std::string error;
       if (recorder_.active()) recorder_.stop("stopped from top");
-      else if (!recorder_.start(meta_for(opt_, *source_, pids_), prev_, error)) st_.status = error;
+      else if (!recorder_.start(meta_for(opt_, session_), prev_, error)) st_.status = error;
     }
     st_.recording = recorder_.describe();
     screen_->draw(st_);  // every key redraws; KEY_RESIZE lands here too
@@ -127,8 +108,8 @@ class LiveTop {
 
   // One interval: snapshot, window, model, output. False when a batch run is done.
   bool tick() {
-    source_->refresh();
-    model::Snapshot cur = source_->snapshot();
+    source_.refresh();
+    model::Snapshot cur = source_.snapshot();
     recorder_.write(cur);
     st_.recording = recorder_.describe();
     // Paused: the model stands still, but the baseline moves on so that resuming shows the
@@ -138,7 +119,7 @@ class LiveTop {
     next_ += interval_ns();
     if (next_ < model::boottime_ns()) next_ = model::boottime_ns() + interval_ns();  // fell behind: no burst
     if (ended_.empty()) {
-      ended_ = targets_gone(opt_, pids_, child_);
+      ended_ = session_.targets_gone();
       if (!ended_.empty()) st_.status = screen_ ? ended_ + " (q quits)" : ended_;
     }
     if (screen_) {
@@ -151,9 +132,8 @@ class LiveTop {
   }
 
   const TopOptions& opt_;
-  std::unique_ptr<LiveSource> source_;
-  std::vector<pid_t> pids_;
-  std::optional<LaunchedCommand> child_;
+  LiveSession& session_;
+  model::SnapshotSource& source_;
   std::unique_ptr<tui::Screen> screen_;
   model::TopState st_;
   Recorder recorder_;
@@ -167,17 +147,12 @@ class LiveTop {
 
 int run_top(const TopOptions& opt) {
   if (!opt.replay.empty()) return run_top_replay(opt);
-  std::string error, note;
+  std::string error;
   const bool batch = opt.batch || !isatty(STDOUT_FILENO);
-
-  LiveTarget target;
-  if (!start_live_target(opt.live.target, {opt.live.kill_after_s, opt.live.keep_running}, target, error)) return fail(error);
-  auto& child = target.child;
-  const std::vector<pid_t>& pids = target.pids;
   // Without raw events: the live view reads the in-kernel aggregates once per interval only.
-  auto source = LiveSource::open(opt.live, pids, /*record_events=*/false, error, note);
-  if (!source) return fail(error);
-  install_stop_signals();
+  auto session = LiveSession::open(opt.live, {.record_events = false}, error);
+  if (!session) return fail(error);
+  const std::string& note = session->note();
 
   std::unique_ptr<tui::Screen> screen;
   if (!batch) {
@@ -186,14 +161,50 @@ int run_top(const TopOptions& opt) {
   } else if (!note.empty()) {
     std::fprintf(stderr, "platoon top: %s\n", note.c_str());
   }
-  if (child && !child->release(error)) {
+  if (!session->release(error)) {
     screen.reset();
     return fail(error);
   }
-  LiveTop top(opt, std::move(source), std::move(pids), std::move(child), std::move(screen));
+  LiveTop top(opt, *session, std::move(screen));
   if (!note.empty()) top.state().status = note;  // why BPF was not used: shown until something newer
   top.run();
   return top.finish();
+}
+
+CommandRun add_top(CLI::App& sub) {
+  struct Flags {
+    TopOptions opt;
+    LiveFlags live;
+    std::string interval = "1";
+  };
+  auto f = std::make_shared<Flags>();
+  TopOptions& opt = f->opt;
+  f->live.add_target(sub);
+  sub.add_option("-i,--interval", f->interval, "refresh interval (0.25 to 3600 s; + and - change it live)")
+      ->capture_default_str();
+  sub.add_flag("-b,--batch", opt.batch, "print the table every interval as plain text (default when stdout is not a terminal)");
+  sub.add_option("-n,--iterations", opt.iterations, "with --batch: stop after N intervals");
+  sub.add_option("--replay", opt.replay, "play a trace file written by platoon record (or top's r key)");
+  f->live.add_procfs(sub, opt.live, "sample /proc instead of loading BPF (fewer fields)");
+  f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes");
+  f->live.add_raw_tp(sub, opt.live);
+  f->live.add_verbose(sub, opt.live);
+  sub.footer("Examples:\n  platoon top --pid 1234\n  platoon top --comm platoon-server --batch --iterations 5\n"
+             "  platoon top -- build/bin/platoon-server --port 8080 --backend 127.0.0.1:9090\n"
+             "  platoon top --replay run.trace\nKeys: ? in the dashboard.");
+  return [f](const std::vector<std::string>& command) {
+    TopOptions& o = f->opt;
+    std::string error;
+    if (!o.replay.empty()) {
+      if (f->live.names_target(command)) return usage_error("top", "--replay takes no --pid, --comm or -- CMD");
+    } else if (!f->live.resolve(command, o.live, error)) {
+      return usage_error("top", error);
+    }
+    if (!parse_seconds(f->interval, o.interval_s) || o.interval_s < 0.25 || o.interval_s > 3600)
+      return usage_error("top", "bad --interval '" + f->interval + "' (0.25 s to 1 h)");
+    if (o.iterations < 0) return usage_error("top", "--iterations must be positive");
+    return run_top(o);
+  };
 }
 
 }  // namespace platoon::cli

@@ -1,6 +1,5 @@
 #include "tui/commands/top_loop.hpp"
 
-#include <signal.h>
 #include <time.h>
 
 #include <climits>
@@ -10,22 +9,6 @@
 #include "tui/dashboard/input/keymap.hpp"
 
 namespace platoon::cli {
-
-namespace {
-volatile sig_atomic_t g_stop = 0;
-void on_stop(int) { g_stop = 1; }
-}  // namespace
-
-void install_stop_signals() {
-  struct sigaction sa{};
-  sa.sa_handler = on_stop;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // no SA_RESTART: the loops' waits return at once with EINTR
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-}
-
-bool stop_requested() { return g_stop != 0; }
 
 Intent apply_key(int key, model::TopState& st, int page) {
   using tui::Action;

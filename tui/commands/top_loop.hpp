@@ -1,5 +1,5 @@
-// Pieces the live and the replay loops of `platoon top` share: stop signals, the clock, key
-// actions applied to the model, and the recorder behind the `r` key.
+// Pieces the live and the replay loops of `platoon top` share: key actions applied to the
+// model and the recorder behind the `r` key (the stop signals are live_session.hpp's).
 #pragma once
 
 #include <cstdint>
@@ -7,15 +7,11 @@
 #include <string>
 
 #include "bpf/snapshot/snapshot.hpp"
+#include "tui/commands/live_session.hpp"
 #include "tui/dashboard/state/top_state.hpp"
 #include "tui/trace/trace_writer.hpp"
 
 namespace platoon::cli {
-
-// SIGINT, SIGTERM and SIGHUP set a flag the loops poll (≤ 100 ms), so the terminal is always
-// restored by the Screen's destructor rather than from inside a signal handler.
-void install_stop_signals();
-bool stop_requested();
 
 // What a key asks of the loop beyond changing the model.
 enum class Intent { none, redraw, quit, retime, record, step_forward, step_back };

@@ -1,24 +1,22 @@
-#include "tui/commands/live_source.hpp"
+#include "bpf/collectors/sources.hpp"
 
-#include <unistd.h>
-
+#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <thread>
 
 #include "bpf/collectors/collector.hpp"
 #include "bpf/collectors/procfs_sampler.hpp"
 
-namespace platoon::cli {
+namespace platoon::bpf {
 namespace {
 
-class BpfSource final : public LiveSource {
+class BpfSource final : public model::SnapshotSource {
  public:
-  explicit BpfSource(std::unique_ptr<bpf::Collector> c) : c_(std::move(c)) {}
+  BpfSource(std::unique_ptr<Collector> c, bool events) : c_(std::move(c)), events_(events) {}
   // rescan --comm, adopt forked children (their runtime probes), age idle pairs.
   void refresh() override { c_->refresh(); }
   model::Snapshot snapshot() override { return c_->snapshot(); }
-  int poll_events(int timeout_ms, const EventSink& sink) override {
+  int events(int timeout_ms, const EventSink& sink) override {
     const int n = c_->poll_events(timeout_ms, sink);
     if (n == 0 && !events_) std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
     return n;
@@ -38,17 +36,17 @@ class BpfSource final : public LiveSource {
     }
     return out;
   }
-  bool events_ = false;
 
  private:
-  std::unique_ptr<bpf::Collector> c_;
+  std::unique_ptr<Collector> c_;
+  bool events_;   // without a ring buffer the poll returns at once: wait out the timeout
 };
 
-class ProcfsSource final : public LiveSource {
+class ProcfsSource final : public model::SnapshotSource {
  public:
-  explicit ProcfsSource(model::ProcfsSampler s, std::string reason = {}) : s_(std::move(s)), reason_(std::move(reason)) {}
+  ProcfsSource(model::ProcfsSampler s, std::string reason) : s_(std::move(s)), reason_(std::move(reason)) {}
   model::Snapshot snapshot() override { return s_.sample(); }
-  int poll_events(int timeout_ms, const EventSink&) override {
+  int events(int timeout_ms, const EventSink&) override {
     std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
     return 0;
   }
@@ -67,57 +65,56 @@ class ProcfsSource final : public LiveSource {
   std::string reason_;   // why BPF was not used, when it was tried
 };
 
-std::unique_ptr<LiveSource> open_procfs(const LiveOptions& opt, const std::vector<pid_t>& pids,
-                                        std::string& error, std::string reason = {}) {
+CollectorOptions collector_options(const SourceOptions& opt) {
+  CollectorOptions co;
+  co.pids = opt.pids;
+  co.comm = opt.comm;
+  co.record_events = opt.record_events;
+  co.ringbuf_bytes = opt.ringbuf_bytes;
+  co.verbose = opt.verbose;
+  co.force_raw_tp = opt.raw_tp;
+  co.attach_usdt = opt.usdt;
+  co.follow_forks = opt.follow_forks;
+  if (opt.threads_max) co.threads_max = opt.threads_max;
+  if (opt.pairs_max) co.pairs_max = opt.pairs_max;
+  if (opt.pair_idle_s > 0) co.pair_idle_s = opt.pair_idle_s;
+  return co;
+}
+
+}  // namespace
+
+std::unique_ptr<model::SnapshotSource> open_procfs_source(const SourceOptions& opt, std::string& error,
+                                                          std::string reason) {
   model::ProcfsTarget t;
-  for (pid_t p : pids) t.pids.push_back(static_cast<uint32_t>(p));
-  t.comm = opt.target.comm;
-  t.follow_forks = opt.follows_forks();
+  for (pid_t p : opt.pids) t.pids.push_back(static_cast<uint32_t>(p));
+  t.comm = opt.comm;
+  t.follow_forks = opt.follow_forks;
   auto s = model::ProcfsSampler::open(t, &error);
   if (!s) return nullptr;
   return std::make_unique<ProcfsSource>(std::move(*s), std::move(reason));
 }
 
-}  // namespace
-
-std::unique_ptr<LiveSource> LiveSource::open(const LiveOptions& opt, const std::vector<pid_t>& pids,
-                                             bool record_events, std::string& error, std::string& note) {
-  if (opt.procfs) return open_procfs(opt, pids, error);
-  bpf::CollectorOptions co;
-  co.pids = pids;
-  co.comm = opt.target.comm;
-  co.record_events = record_events;
-  co.ringbuf_bytes = opt.ringbuf_mb << 20;
-  co.verbose = opt.verbose;
-  co.force_raw_tp = opt.raw_tp;
-  co.attach_usdt = opt.usdt;
-  co.follow_forks = opt.follows_forks();
-  if (opt.threads_max) co.threads_max = opt.threads_max;
-  if (opt.pairs_max) co.pairs_max = opt.pairs_max;
-  if (opt.pair_idle_s > 0) co.pair_idle_s = opt.pair_idle_s;
-  bpf::OpenError kind = bpf::OpenError::none;
+std::unique_ptr<model::SnapshotSource> open_source(const SourceOptions& opt, std::string& error, std::string& note) {
+  if (opt.procfs) return open_procfs_source(opt, error);
+  OpenError kind = OpenError::none;
   std::string message;
-  auto c = bpf::Collector::open(co, &kind, &message);
-  if (c) {
-    auto src = std::make_unique<BpfSource>(std::move(c));
-    src->events_ = record_events;
-    return src;
-  }
+  if (auto c = Collector::open(collector_options(opt), &kind, &message))
+    return std::make_unique<BpfSource>(std::move(c), opt.record_events);
   // Without BPF privileges or BTF the same tables come from /proc, with fewer fields; anything
   // else is a real failure and is reported as such.
-  if (kind == bpf::OpenError::permission || kind == bpf::OpenError::no_btf) {
-    note = kind == bpf::OpenError::permission
+  if (kind == OpenError::permission || kind == OpenError::no_btf) {
+    note = kind == OpenError::permission
                ? "BPF needs root or CAP_BPF+CAP_PERFMON (run as root for every table); sampling /proc instead (source: procfs)"
                : message.substr(0, message.find(':')) + "; sampling /proc instead (source: procfs)";
-    return open_procfs(opt, pids, error);
+    return open_procfs_source(opt, error);
   }
   // A kernel too old (or too locked down) for the programs: the message is libbpf's reason.
-  if (kind == bpf::OpenError::unsupported) {
+  if (kind == OpenError::unsupported) {
     note = message + "; sampling /proc instead (source: procfs)";
-    return open_procfs(opt, pids, error, "bpf: " + message);
+    return open_procfs_source(opt, error, "bpf: " + message);
   }
   error = message;
   return nullptr;
 }
 
-}  // namespace platoon::cli
+}  // namespace platoon::bpf

@@ -1,0 +1,38 @@
+// The flags every live subcommand (record, top, doctor, exporter) shares, defined once: what to
+// watch (--pid, --comm, -- CMD and what becomes of the command), the map sizes, and the source
+// switches. Each command adds the groups it takes, in the order its --help lists them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tui/commands/commands.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace platoon::cli {
+
+struct LiveFlags {
+  std::string pids, comm, kill_after, pair_idle;
+  uint32_t threads_max = 0, pairs_max = 0;
+  bool follow = false, no_follow = false, keep_running = false, no_usdt = false;
+
+  // --pid, --comm, --follow-forks, --kill-after, --keep-running and the "Maps" group.
+  void add_target(CLI::App& sub);
+  // --procfs and --no-usdt take a help text each: what the command loses without BPF differs.
+  void add_procfs(CLI::App& sub, LiveOptions& live, const std::string& help);
+  void add_no_usdt(CLI::App& sub, const std::string& help);
+  void add_raw_tp(CLI::App& sub, LiveOptions& live);
+  void add_verbose(CLI::App& sub, LiveOptions& live);
+
+  bool names_target(const std::vector<std::string>& command) const {
+    return !pids.empty() || !comm.empty() || !command.empty();
+  }
+  // Fills `live` from the flags and `-- CMD`; false with a one-line message.
+  bool resolve(const std::vector<std::string>& command, LiveOptions& live, std::string& error) const;
+};
+
+}  // namespace platoon::cli

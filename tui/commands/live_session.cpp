@@ -1,0 +1,99 @@
+#include "tui/commands/live_session.hpp"
+
+#include <signal.h>
+
+#include "bpf/collectors/sources.hpp"
+
+namespace platoon::cli {
+
+namespace {
+volatile sig_atomic_t g_stop = 0;
+void on_stop(int) { g_stop = 1; }
+
+bpf::SourceOptions source_options(const LiveOptions& opt, const std::vector<pid_t>& pids, bool record_events) {
+  bpf::SourceOptions so;
+  so.pids = pids;
+  so.comm = opt.target.comm;
+  so.follow_forks = opt.follows_forks();
+  so.procfs = opt.procfs;
+  so.record_events = record_events;
+  so.ringbuf_bytes = opt.ringbuf_mb << 20;
+  so.raw_tp = opt.raw_tp;
+  so.verbose = opt.verbose;
+  so.usdt = opt.usdt;
+  so.threads_max = opt.threads_max;
+  so.pairs_max = opt.pairs_max;
+  so.pair_idle_s = opt.pair_idle_s;
+  return so;
+}
+}  // namespace
+
+void install_stop_signals() {
+  struct sigaction sa{};
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+bool stop_requested() { return g_stop != 0; }
+
+std::unique_ptr<LiveSession> LiveSession::open(const LiveOptions& opt, Setup setup, std::string& error) {
+  std::unique_ptr<LiveSession> s(new LiveSession(opt));
+  LiveTarget target;
+  if (!start_live_target(opt.target, {opt.kill_after_s, opt.keep_running}, target, error)) return nullptr;
+  if (target.child) s->child_.emplace(std::move(*target.child));
+  s->pids_ = std::move(target.pids);
+  s->source_ = bpf::open_source(source_options(opt, s->pids_, setup.record_events), error, s->note_);
+  if (!s->source_) return nullptr;   // the held command is ended unrun (LaunchedCommand)
+  if (setup.stop_signals) install_stop_signals();
+  return s;
+}
+
+LiveSession::~LiveSession() { end_command(); }
+
+std::string LiveSession::source_line() const {
+  const std::string s = model::to_string(source_->source());
+  return source_->attach_mode() == s ? s : s + " (" + source_->attach_mode() + ")";
+}
+
+bool LiveSession::release(std::string& error) { return !child_ || child_->release(error); }
+
+std::string LiveSession::command_status() {
+  if (child_ && command_status_.empty()) {
+    std::string status;
+    if (child_->poll_exit(status)) command_status_ = status.empty() ? "ended" : status;
+  }
+  return command_status_;
+}
+
+std::vector<pid_t> LiveSession::newly_gone() {
+  std::vector<pid_t> out;
+  for (pid_t p : pids_) {
+    if (gone_.count(p) || (child_ && p == child_->pid()) || process_alive(p)) continue;
+    gone_.insert(p);
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string LiveSession::targets_gone() {
+  // A launched command's end is its exit status, never the /proc check below: the command may
+  // exit between the two, and "target exited" would lose the status.
+  if (child_) {
+    const std::string status = command_status();
+    return status.empty() ? std::string() : "command " + status;
+  }
+  if (!opt_.target.comm.empty()) return {};
+  for (pid_t p : pids_)
+    if (process_alive(p)) return {};
+  return pids_.size() == 1 ? "target exited" : "all targets exited";
+}
+
+void LiveSession::end_command() {
+  command_status();   // reaps it if it has exited, so that ending it is a no-op
+  child_.reset();     // ~LaunchedCommand: SIGTERM, grace, SIGKILL; or the --keep-running note
+}
+
+}  // namespace platoon::cli
