@@ -109,14 +109,18 @@ $(eval $(call server_program,platoon-mock,mock))
 $(eval $(call server_program,platoon-load,load))
 
 # ---- bench ----
-BENCH_SRC := $(wildcard bench/*.cpp)
-BENCH_BIN := $(BENCH_SRC:bench/%.cpp=$(BIN)/%)
-OBJS += $(BENCH_SRC:%.cpp=$(OBJ)/%.o)
-
-$(BENCH_BIN): $(BIN)/%: $(OBJ)/bench/%.o $(RUNTIME_LIB)
-	@mkdir -p $(@D)
-	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(LDFLAGS) -o $@ $< $(RUNTIME_LIB) $(RUNTIME_LIBS)
+# Each folder bench/NAME/ is one program, $(BIN)/NAME (bench/runtime_bench/: runtime_bench).
+define bench_program
+$(1)_BENCH_OBJ := $$(patsubst %.cpp,$$(OBJ)/%.o,$$(wildcard bench/$(1)/*.cpp))
+OBJS += $$($(1)_BENCH_OBJ)
+$$(BIN)/$(1): $$($(1)_BENCH_OBJ) $$(RUNTIME_LIB)
+	@mkdir -p $$(@D)
+	$$(call msg,LINK,$$@)
+	$$(Q)$$(CXX) $$(LDFLAGS) -o $$@ $$($(1)_BENCH_OBJ) $$(RUNTIME_LIB) $$(RUNTIME_LIBS)
+BENCH_BIN += $$(BIN)/$(1)
+endef
+BENCH_BIN :=
+$(foreach b,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard bench/*/*.cpp))))),$(eval $(call bench_program,$(b))))
 
 # ---- bpf/: CO-RE programs and their skeleton ----
 # vmlinux.h is dumped from the running kernel's BTF at build time (CO-RE relocates the field

@@ -18,9 +18,10 @@ PKGS=(
   # command line, formatting, TUI
   libcli11-dev libfmt-dev libncurses-dev
   # tests and benchmarks: pgrep/ps/sysctl (procps), readelf (binutils), /usr/bin/time,
-  # jq for the bench summary
+  # jq for the bench summary, git (the file list) and ctags (function lengths) for
+  # tests/tree_rules_test.sh
   libgtest-dev libgmock-dev tmux sysstat linux-perf bpftrace protobuf-compiler
-  procps binutils time jq
+  procps binutils time jq git universal-ctags
   # promtool checks the exporter's exposition (the prometheus package ships it)
   prometheus
   # peers measured beside platoon-server

@@ -34,14 +34,12 @@ Fault knobs (for testing platoon-server against a misbehaving backend):
   --fail-rate P        GET /fruits answers 500 with probability P (still after the think time)
 
 Prints "listening on HOST:PORT" (flushed) once it serves; SIGINT/SIGTERM stop it (exit 0).)";
-}  // namespace
+using namespace platoon::mock;
 
-int main(int argc, char** argv) {
-  using namespace platoon::mock;
-  Config cfg;
+// -1 to go on; otherwise the exit code (--help, or a parse error already reported).
+int parse_args(int argc, char** argv, Config& cfg) {
   int port = cfg.port;
   int64_t close_after = 0;
-
   CLI::App app{"platoon-mock: the backend of the platoon experiment (libevent, timer-based think time)."};
   app.footer(kFooter);
   app.add_option("--host", cfg.host, "address to bind")->capture_default_str();
@@ -69,27 +67,24 @@ int main(int argc, char** argv) {
   }
   cfg.port = static_cast<uint16_t>(port);
   cfg.close_after = static_cast<uint64_t>(close_after);
-  platoon::process::raise_fd_limit();
+  return -1;
+}
 
-  // Signals go to this thread only, through sigwait; the loop threads inherit the mask.
-  sigset_t stop_signals = platoon::process::block_stop_signals();
-
-  Listeners listeners;
-  std::string error;
-  if (!open_listeners(cfg.host, cfg.port, cfg.threads, listeners, error)) {
-    std::fprintf(stderr, "platoon-mock: %s\n", error.c_str());
-    return 1;
-  }
-  Shared shared(cfg);
-  std::vector<std::unique_ptr<Loop>> loops;
+// One loop per listener, started; false (reported) if one cannot be built.
+bool start_loops(const Config& cfg, const Listeners& listeners, Shared& shared,
+                 std::vector<std::unique_ptr<Loop>>& loops) {
   try {
     for (int i = 0; i < cfg.threads; ++i) loops.push_back(std::make_unique<Loop>(i, listeners.fds[i], shared));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "platoon-mock: %s\n", e.what());
-    return 1;
+    return false;
   }
   for (auto& l : loops) l->start();
+  return true;
+}
 
+// What the tests and scripts read from stdout: the settings, each loop thread, the address.
+void print_banner(const Config& cfg, const std::vector<std::unique_ptr<Loop>>& loops, const Listeners& listeners) {
   std::printf("platoon-mock pid %d threads %d think-time-ms %g close-after %llu%s fail-rate %g\n", getpid(),
               cfg.threads, cfg.think_time_ms, static_cast<unsigned long long>(cfg.close_after),
               cfg.close_silently ? " (silently)" : "", cfg.fail_rate);
@@ -97,9 +92,10 @@ int main(int argc, char** argv) {
   const bool v6 = cfg.host.find(':') != std::string::npos;
   std::printf("listening on %s%s%s:%u\n", v6 ? "[" : "", cfg.host.c_str(), v6 ? "]" : "", listeners.port);
   std::fflush(stdout);
+}
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+// Stops and joins every loop, then prints their summed counters.
+void stop_and_report(std::vector<std::unique_ptr<Loop>>& loops, int sig) {
   for (auto& l : loops) l->stop();
   LoopStats total;
   for (auto& l : loops) {
@@ -116,5 +112,31 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(total.requests), static_cast<unsigned long long>(total.responses),
               static_cast<unsigned long long>(total.bad_requests), static_cast<unsigned long long>(total.failures));
   std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config cfg;
+  if (const int rc = parse_args(argc, argv, cfg); rc >= 0) return rc;
+  platoon::process::raise_fd_limit();
+
+  // Signals go to this thread only, through sigwait; the loop threads inherit the mask.
+  sigset_t stop_signals = platoon::process::block_stop_signals();
+
+  Listeners listeners;
+  std::string error;
+  if (!open_listeners(cfg.host, cfg.port, cfg.threads, listeners, error)) {
+    std::fprintf(stderr, "platoon-mock: %s\n", error.c_str());
+    return 1;
+  }
+  Shared shared(cfg);
+  std::vector<std::unique_ptr<Loop>> loops;
+  if (!start_loops(cfg, listeners, shared, loops)) return 1;
+  print_banner(cfg, loops, listeners);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  stop_and_report(loops, sig);
   return 0;
 }

@@ -1,0 +1,100 @@
+/* The epoll_wait family: time blocked in the kernel and events returned per call. */
+#ifndef PLATOON_BPF_EPOLL_BPF_H
+#define PLATOON_BPF_EPOLL_BPF_H
+
+#include "bpf/maps.bpf.h"
+#include "bpf/targets.bpf.h"
+#include "bpf/thread_stats.bpf.h"
+#include "bpf/bits.bpf.h"
+
+/* ---- epoll_wait / epoll_pwait / epoll_pwait2 ----
+ * Syscall tracepoints (they need tracefs): they fire only for these three syscalls, unlike
+ * raw sys_enter, so other syscalls pay nothing. Every process on the machine runs these
+ * programs, so the target test comes before anything else, the clock included. (fentry/fexit
+ * would be cheaper still, but this kernel has no BPF trampolines for functions.) */
+static __always_inline int epoll_enter(void)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct platoon_thread_stats *s;
+	__u64 now;
+
+	if (!is_target(id >> 32))   /* before the clock: most callers are not targets */
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	s = thread_stats((__u32)id, id >> 32, (struct task_struct *)bpf_get_current_task(), now, true);
+	if (s && !s->exited)
+		s->epoll_enter_ns = now;
+	return 0;
+}
+
+static __always_inline int epoll_exit(long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct platoon_thread_stats *s;
+	__u64 enter, now;
+
+	if (!is_target(id >> 32))
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	s = thread_stats((__u32)id, id >> 32, NULL, now, false);
+	if (!s || s->exited || !s->epoll_enter_ns)
+		return 0;
+	enter = s->epoll_enter_ns;
+	s->epoll_enter_ns = 0;
+	if (ret >= 0) {
+		s->io_cycles++;
+		s->io_events += ret;
+		HIST_INC(s->io_events_hist, linear_slot(ret, PLATOON_BATCH_SLOTS), PLATOON_BATCH_SLOTS);
+		s->io_blocked_ns += now - enter;
+	}
+	if (targ_events) {
+		struct platoon_ev_epoll *e = reserve_event(sizeof(*e));
+
+		if (e) {
+			fill_header(&e->h, now, PLATOON_EV_EPOLL, bpf_get_smp_processor_id(), s->tid);
+			e->nevents = ret;
+			e->pad = 0;
+			e->enter_ns = enter;
+			submit_event(e);
+		}
+	}
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_epoll_wait")
+int epoll_wait_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return epoll_enter();
+}
+
+SEC("tracepoint/syscalls/sys_exit_epoll_wait")
+int epoll_wait_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return epoll_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_enter_epoll_pwait")
+int epoll_pwait_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return epoll_enter();
+}
+
+SEC("tracepoint/syscalls/sys_exit_epoll_pwait")
+int epoll_pwait_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return epoll_exit(ctx->ret);
+}
+
+SEC("tracepoint/syscalls/sys_enter_epoll_pwait2")
+int epoll_pwait2_enter(struct trace_event_raw_sys_enter *ctx)
+{
+	return epoll_enter();
+}
+
+SEC("tracepoint/syscalls/sys_exit_epoll_pwait2")
+int epoll_pwait2_exit(struct trace_event_raw_sys_exit *ctx)
+{
+	return epoll_exit(ctx->ret);
+}
+
+#endif

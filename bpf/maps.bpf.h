@@ -1,0 +1,115 @@
+/* The knobs user space sets before load (targ_*), the maps, and the helpers that touch only
+ * one map: drop counters and ring-buffer records. */
+#ifndef PLATOON_BPF_MAPS_BPF_H
+#define PLATOON_BPF_MAPS_BPF_H
+
+#include "bpf/platoon.h"
+
+/* Set by user space before load. */
+const volatile bool targ_events = false;        /* write ring-buffer records */
+const volatile bool targ_comm_set = false;      /* match new processes by comm */
+const volatile char targ_comm[PLATOON_COMM_LEN] = {};
+/* The reader is woken only once this much is unread: it drains on its own timer otherwise, so
+ * that a busy target does not pay for a reader wakeup (irq_work + epoll) on every record. */
+const volatile __u64 targ_wakeup_bytes = 1;
+/* New processes forked by a target become targets (perf's inherit), at sched_process_fork. */
+const volatile bool targ_follow_forks = false;
+/* sched_switch passes prev_state as its 4th argument since 5.18; before that the programs may
+ * not read ctx[3] at all (tp_btf rejects the access, raw_tp the attach), so the state is read
+ * from the task instead. User space sets this from the tracepoint's BTF prototype. */
+const volatile bool targ_switch_state_arg = true;
+/* Per-CPU switch-in slots kept per thread (at most PLATOON_MAX_CPUS); switch-ins on CPUs at or
+ * above it are counted in cpu_overflow. Lowered only by tests, to exercise that count on a
+ * machine with few CPUs. */
+const volatile __u32 targ_cpu_slots = PLATOON_MAX_CPUS;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PLATOON_MAX_TARGETS);
+	__type(key, __u32);                         /* tgid */
+	__type(value, __u8);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PLATOON_MAX_THREADS);
+	__type(key, __u32);                         /* tid */
+	__type(value, struct platoon_thread_stats);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PLATOON_MAX_PAIRS);
+	__type(key, struct platoon_pair_key);
+	__type(value, struct platoon_pair_value);
+} pairs SEC(".maps");
+
+/* Target threads that found `stats` full, so that PLATOON_DROP_THREADS counts each such thread
+ * once rather than each of its events. LRU: beyond 4,096 untracked threads at once, an old one
+ * may be counted again (the count then over- rather than under-states). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);                         /* tid */
+	__type(value, __u8);
+} untracked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PLATOON_DROP_KINDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);                  /* user space sets the real size */
+} events SEC(".maps");
+
+/* Template for new stats entries (the value is too large for the BPF stack). */
+static const struct platoon_thread_stats zero_stats;
+
+static __always_inline void count_drop(__u32 kind)
+{
+	__u64 *n = bpf_map_lookup_elem(&drops, &kind);
+
+	if (n)
+		*n += 1;    /* per-CPU slot: no atomics needed */
+}
+
+static __always_inline void count_untracked(__u32 tid)
+{
+	__u8 one = 1;
+
+	if (bpf_map_update_elem(&untracked, &tid, &one, BPF_NOEXIST) == 0)
+		count_drop(PLATOON_DROP_THREADS);
+}
+
+static __always_inline void *reserve_event(__u64 size)
+{
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!e)
+		count_drop(PLATOON_DROP_RINGBUF);
+	return e;
+}
+
+static __always_inline void submit_event(void *e)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= targ_wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(e, flags);
+}
+
+static __always_inline void fill_header(struct platoon_event_header *h, __u64 now, __u16 type,
+					__u32 cpu, __u32 tid)
+{
+	h->ts_ns = now;
+	h->type = type;
+	h->cpu = cpu;
+	h->tid = tid;
+}
+
+#endif

@@ -1,0 +1,60 @@
+/* The runtime's USDT probes (drain, steal): what the fiber scheduler did on each carrier. */
+#ifndef PLATOON_BPF_RUNTIME_PROBES_BPF_H
+#define PLATOON_BPF_RUNTIME_PROBES_BPF_H
+
+#include "bpf/maps.bpf.h"
+#include "bpf/thread_stats.bpf.h"
+#include "bpf/bits.bpf.h"
+
+/* ---- runtime USDT probes (provider "platoon", see runtime/probes.hpp) ----
+ * Attached per target pid, so no tgid check; booked on the firing thread (the carrier). */
+static __always_inline void emit_runtime(__u16 type, __u32 tid, __u64 now, long carrier, long a,
+					 long b)
+{
+	struct platoon_ev_runtime *e = reserve_event(sizeof(*e));
+
+	if (!e)
+		return;
+	fill_header(&e->h, now, type, bpf_get_smp_processor_id(), tid);
+	e->carrier = carrier;
+	e->a = a;
+	e->b = b;
+	submit_event(e);
+}
+
+/* One hit per drain (the runtime's combined `drain` probe): every uprobe hit is a trap into
+ * the kernel, so queue depth and fibers run arrive together at the drain's end. */
+SEC("usdt")
+int BPF_USDT(usdt_drain, long carrier, long depth, long fibers_run, long ns)
+{
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct platoon_thread_stats *s = current_stats(true, now);
+
+	if (!s || s->exited)
+		return 0;
+	s->drains++;
+	s->drain_depth_sum += depth;
+	HIST_INC(s->drain_depth_hist, linear_slot(depth, PLATOON_BATCH_SLOTS), PLATOON_BATCH_SLOTS);
+	s->drain_fibers_run += fibers_run;
+	s->drain_ns += ns;
+	if (targ_events)
+		emit_runtime(PLATOON_EV_DRAIN, s->tid, now, carrier, depth, fibers_run);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(usdt_steal, long thief, long victim, long count)
+{
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct platoon_thread_stats *s = current_stats(true, now);
+
+	if (!s || s->exited)
+		return 0;
+	s->steals++;
+	s->stolen_fibers += count;
+	if (targ_events)
+		emit_runtime(PLATOON_EV_STEAL, s->tid, now, thief, victim, count);
+	return 0;
+}
+
+#endif
