@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "tui/trace/events.hpp"  // event_as
 #include "tui/trace/trace_reader.hpp"
 
 using namespace platoon::model;

@@ -11,8 +11,6 @@
 #include <iterator>
 #include <set>
 
-#include "tui/trace/trace_reader.hpp"  // event_as
-
 namespace platoon::model::doctor {
 
 // ---- Value ----

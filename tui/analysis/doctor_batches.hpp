@@ -3,17 +3,16 @@
 // and who the thread waited behind. Streams: a long recording or a live watch stays small.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <optional>
-#include <queue>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "bpf/platoon.h"
 #include "tui/analysis/doctor_thresholds.hpp"
+#include "tui/trace/events.hpp"
 
 namespace platoon::model::doctor {
 
@@ -58,26 +57,18 @@ struct ThreadBatches {
   std::map<uint32_t, Behind> behind;
 };
 
-// Follows each thread through its switches, wakeups, epoll returns and drains. Feed every event
-// record (any order within kReorderNs), then finish(). Memory: the reorder horizon plus a few
-// numbers per thread, so a long recording or a live watch stays small.
-class BatchTracker {
+// Follows each thread through its switches, wakeups, epoll returns and drains: an EventVisitor
+// behind the shared reorder buffer. Feed every event record (any order within
+// kReorderHorizonNs), then finish(). Memory: the reorder horizon plus a few numbers per thread,
+// so a long recording or a live watch stays small.
+class BatchTracker : private EventVisitor {
  public:
-  void add(const platoon_event_header& h, const void* record, size_t size);
+  void add(const platoon_event_header& h, const void* record, size_t size) { reader_.add(h, record, size, *this); }
   void finish();
-  uint64_t events() const { return events_; }
+  uint64_t events() const { return reader_.stats().records; }
   const std::map<uint32_t, ThreadBatches>& threads() const { return out_; }
 
  private:
-  enum class Kind : uint8_t { wake, preempted, blocked, switch_in, epoll, drain };
-  struct Item {
-    uint64_t ts;
-    uint64_t seq;              // arrival order breaks timestamp ties
-    uint32_t tid;
-    Kind kind;
-    int64_t value;             // epoll: events; drain: queue depth; switch_in: the previous task
-    bool operator>(const Item& o) const { return ts != o.ts ? ts > o.ts : seq > o.seq; }
-  };
   struct Since {                  // since the previous batch of one kind
     uint64_t wait = 0;             // run-queue wait
     bool seen = false;             // the first batch has unknown history: skipped
@@ -87,17 +78,18 @@ class BatchTracker {
     bool on_cpu = false;
     Since epoll, drain;
   };
-  void push(uint64_t ts, uint32_t tid, Kind kind, int64_t value);
-  void release(uint64_t upto);
-  void apply(const Item& it);
+  void on_switch(const platoon_event_header& h, const platoon_ev_switch& e) override;
+  void on_wake(const platoon_event_header& h, const platoon_ev_wake& e, WakeKind kind) override;
+  void on_epoll(const platoon_event_header& h, const platoon_ev_epoll& e) override;
+  void on_drain(const platoon_event_header& h, const platoon_ev_runtime& e) override;
+  void switch_out(uint64_t ts, uint32_t tid, bool preempted);
+  void switch_in(uint64_t ts, uint32_t tid, uint32_t prev);
   void add_wait(uint32_t tid, uint32_t prev, uint64_t wait);
+  void name_behind();
   ThreadBatches& out_for(uint32_t tid);
   static void close_batch(Since& since, BatchStats& stats, int64_t batch);
 
-  std::priority_queue<Item, std::vector<Item>, std::greater<Item>> pending_;
-  uint64_t seq_ = 0;
-  uint64_t newest_ = 0;
-  uint64_t events_ = 0;
+  EventReader reader_;
   std::map<uint32_t, State> state_;
   std::map<uint32_t, ThreadBatches> out_;
   std::map<uint32_t, std::pair<uint32_t, std::string>> names_;  // tid → (pid, comm), from switches

@@ -41,9 +41,6 @@ inline constexpr double kLongWaitSharePctCritical = 1.0;
 // Waits are capped here in the correlation, so that one stall of a second (a stopped process)
 // does not stand for a thousand ordinary preemptions.
 inline constexpr uint64_t kWaitCapNs = 10'000'000;
-// Events can reach the reader up to this much out of timestamp order (one ring buffer, many
-// CPUs); they are re-sorted within this horizon.
-inline constexpr uint64_t kReorderNs = 50'000'000;
 
 // poller_competing. A thread that woke carriers at least this often is their poller; it competes
 // when it also preempted carriers this often, or itself waited kWaitPctWarn of the time.

@@ -1,18 +1,16 @@
 #include "tui/outputs/export_perfetto.hpp"
 
 #include <algorithm>
-#include <array>
-#include <functional>
-#include <optional>
-#include <queue>
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "tui/outputs/export_targets.hpp"
 #include "tui/outputs/proto_encoder.hpp"
+#include "tui/trace/events.hpp"
 #include "tui/trace/trace_reader.hpp"
 #include "tui/analysis/window.hpp"
 
@@ -78,21 +76,6 @@ struct WaitSample {     // %wait of one thread over one snapshot interval, stamp
   double value;
 };
 
-// An event (a sched record, or a counter sample from an epoll or drain record) waiting in the
-// reorder buffer.
-struct Pending {
-  uint64_t ts_ns;
-  uint64_t seq;           // arrival order breaks ties, so equal stamps keep the kernel's order
-  uint32_t cpu;
-  uint32_t tid;
-  CounterKind kind;       // for counter samples
-  bool sched;             // a sched record (in rec) or a counter sample (value)
-  uint16_t size;
-  double value;
-  std::array<uint8_t, sizeof(platoon_ev_switch)> rec;  // the largest exported record
-  bool operator>(const Pending& o) const { return ts_ns != o.ts_ns ? ts_ns > o.ts_ns : seq > o.seq; }
-};
-
 std::string comm_of(const char (&comm)[PLATOON_COMM_LEN]) {
   return utf8_safe(std::string(comm, strnlen(comm, PLATOON_COMM_LEN)));
 }
@@ -118,50 +101,62 @@ class PacketWriter {
   uint64_t count_ = 0;
 };
 
-ProtoMessage ftrace_event(const platoon_event_header& h, const void* rec, size_t size, PerfettoStats::Cpu& counts) {
+// One ftrace event of each exported kind: its stamp, the pid of the task current on the CPU
+// (the common pid, where the record has it), then the event's own fields.
+ProtoMessage switch_event(const platoon_event_header& h, const platoon_ev_switch& e) {
   ProtoMessage ev, body;
   ev.add_varint(f::ftrace::kTimestamp, h.ts_ns);
-  if (h.type == PLATOON_EV_SWITCH) {
-    const auto e = *event_as<platoon_ev_switch>(rec, size);
-    ev.add_varint(f::ftrace::kPid, h.tid);
-    body.add_bytes(f::sched_switch::kPrevComm, comm_of(e.prev_comm));
-    body.add_int(f::sched_switch::kPrevPid, h.tid);
-    body.add_int(f::sched_switch::kPrevPrio, e.prev_prio);
-    // The idle task is always runnable and never "preempted": R, as the kernel reports it.
-    body.add_int(f::sched_switch::kPrevState, h.tid == 0 ? 0 : report_prev_state(e.prev_state));
-    body.add_bytes(f::sched_switch::kNextComm, comm_of(e.next_comm));
-    body.add_int(f::sched_switch::kNextPid, e.next_tid);
-    body.add_int(f::sched_switch::kNextPrio, e.next_prio);
-    ev.add_message(f::ftrace::kSchedSwitch, body);
-    ++counts.sched_switch;
-  } else if (h.type == PLATOON_EV_WAKING || h.type == PLATOON_EV_WAKEUP_NEW) {
-    const auto e = *event_as<platoon_ev_wake>(rec, size);
-    ev.add_varint(f::ftrace::kPid, e.waker_tid);
-    body.add_bytes(f::wake::kComm, comm_of(e.comm));
-    body.add_int(f::wake::kPid, h.tid);
-    body.add_int(f::wake::kPrio, e.prio);
-    body.add_int(f::wake::kSuccess, 1);
-    body.add_int(f::wake::kTargetCpu, e.target_cpu);
-    const bool waking = h.type == PLATOON_EV_WAKING;
-    ev.add_message(waking ? f::ftrace::kSchedWaking : f::ftrace::kSchedWakeupNew, body);
-    ++(waking ? counts.sched_waking : counts.sched_wakeup_new);
-  } else {  // PLATOON_EV_MIGRATE; the task current on the CPU is not recorded, so no pid
-    const auto e = *event_as<platoon_ev_migrate>(rec, size);
-    body.add_bytes(f::migrate::kComm, comm_of(e.comm));
-    body.add_int(f::migrate::kPid, h.tid);
-    body.add_int(f::migrate::kPrio, e.prio);
-    body.add_int(f::migrate::kOrigCpu, e.orig_cpu);
-    body.add_int(f::migrate::kDestCpu, e.dest_cpu);
-    ev.add_message(f::ftrace::kSchedMigrateTask, body);
-    ++counts.sched_migrate_task;
-  }
+  ev.add_varint(f::ftrace::kPid, h.tid);
+  body.add_bytes(f::sched_switch::kPrevComm, comm_of(e.prev_comm));
+  body.add_int(f::sched_switch::kPrevPid, h.tid);
+  body.add_int(f::sched_switch::kPrevPrio, e.prev_prio);
+  // The idle task is always runnable and never "preempted": R, as the kernel reports it.
+  body.add_int(f::sched_switch::kPrevState, h.tid == 0 ? 0 : report_prev_state(e.prev_state));
+  body.add_bytes(f::sched_switch::kNextComm, comm_of(e.next_comm));
+  body.add_int(f::sched_switch::kNextPid, e.next_tid);
+  body.add_int(f::sched_switch::kNextPrio, e.next_prio);
+  ev.add_message(f::ftrace::kSchedSwitch, body);
   return ev;
 }
 
-bool exported_sched_type(uint16_t type) {
-  return type == PLATOON_EV_SWITCH || type == PLATOON_EV_WAKING || type == PLATOON_EV_WAKEUP_NEW ||
-         type == PLATOON_EV_MIGRATE;
+ProtoMessage wake_event(const platoon_event_header& h, const platoon_ev_wake& e, bool waking) {
+  ProtoMessage ev, body;
+  ev.add_varint(f::ftrace::kTimestamp, h.ts_ns);
+  ev.add_varint(f::ftrace::kPid, e.waker_tid);
+  body.add_bytes(f::wake::kComm, comm_of(e.comm));
+  body.add_int(f::wake::kPid, h.tid);
+  body.add_int(f::wake::kPrio, e.prio);
+  body.add_int(f::wake::kSuccess, 1);
+  body.add_int(f::wake::kTargetCpu, e.target_cpu);
+  ev.add_message(waking ? f::ftrace::kSchedWaking : f::ftrace::kSchedWakeupNew, body);
+  return ev;
 }
+
+// The task current on the CPU is not recorded, so no pid.
+ProtoMessage migrate_event(const platoon_event_header& h, const platoon_ev_migrate& e) {
+  ProtoMessage ev, body;
+  ev.add_varint(f::ftrace::kTimestamp, h.ts_ns);
+  body.add_bytes(f::migrate::kComm, comm_of(e.comm));
+  body.add_int(f::migrate::kPid, h.tid);
+  body.add_int(f::migrate::kPrio, e.prio);
+  body.add_int(f::migrate::kOrigCpu, e.orig_cpu);
+  body.add_int(f::migrate::kDestCpu, e.dest_cpu);
+  ev.add_message(f::ftrace::kSchedMigrateTask, body);
+  return ev;
+}
+
+// Pass 1's view of the events: which threads get which counter tracks.
+struct TrackScan : EventVisitor {
+  explicit TrackScan(std::set<std::pair<uint32_t, CounterKind>>& t) : tracks(t) {}
+  // A failed call (-EINTR) returned no batch; io_cycles does not count it either.
+  void on_epoll(const platoon_event_header& h, const platoon_ev_epoll& e) override {
+    if (e.nevents >= 0) tracks.insert({h.tid, CounterKind::events_per_cycle});
+  }
+  void on_drain(const platoon_event_header& h, const platoon_ev_runtime&) override {
+    tracks.insert({h.tid, CounterKind::queue_depth});
+  }
+  std::set<std::pair<uint32_t, CounterKind>>& tracks;
+};
 
 }  // namespace
 
@@ -179,7 +174,9 @@ int64_t report_prev_state(uint32_t raw) {
   return 0;
 }
 
-struct PerfettoExport::State {
+// Pass 2's view of the events, in time order out of the reorder buffer: sched records into their
+// CPU's bundle, epoll and drain records as counter samples.
+struct PerfettoExport::State : EventVisitor {
   explicit State(std::ostream& o) : out(o), writer(o) {}
 
   std::ostream& out;
@@ -194,9 +191,7 @@ struct PerfettoExport::State {
   std::vector<uint64_t> lost_per_cpu;                // from the last snapshot
 
   // Pass 2.
-  std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> pending;
-  uint64_t seq = 0;
-  uint64_t newest_ns = 0;
+  EventReader reader;
   uint64_t released_ns = 0;                          // the newest stamp written so far
   size_t next_wait = 0;
   struct Bundle {
@@ -209,9 +204,34 @@ struct PerfettoExport::State {
   bool has_track(uint32_t tid, CounterKind k) const { return tracks.count({tid, k}) > 0; }
   void counter(uint64_t ts, uint32_t tid, CounterKind kind, double value);
   void flush_bundle(uint32_t cpu, Bundle& b);
-  void emit(const Pending& p);
-  void release(uint64_t upto_ns);
+  void advance(uint64_t ts_ns);
+  void sched(const platoon_event_header& h, const ProtoMessage& event, uint64_t& count);
   void waits_until(uint64_t ts_ns);
+
+  void on_switch(const platoon_event_header& h, const platoon_ev_switch& e) override {
+    sched(h, switch_event(h, e), stats.cpus[h.cpu].sched_switch);
+  }
+  // sched_wakeup is left out: Perfetto derives Runnable from sched_waking.
+  void on_wake(const platoon_event_header& h, const platoon_ev_wake& e, WakeKind kind) override {
+    if (kind == WakeKind::wakeup) return;
+    const bool waking = kind == WakeKind::waking;
+    auto& cpu = stats.cpus[h.cpu];
+    sched(h, wake_event(h, e, waking), waking ? cpu.sched_waking : cpu.sched_wakeup_new);
+  }
+  void on_migrate(const platoon_event_header& h, const platoon_ev_migrate& e) override {
+    sched(h, migrate_event(h, e), stats.cpus[h.cpu].sched_migrate_task);
+  }
+  void on_epoll(const platoon_event_header& h, const platoon_ev_epoll& e) override {
+    // A failed call (-EINTR) returned no batch; io_cycles does not count it either.
+    if (e.nevents < 0 || !has_track(h.tid, CounterKind::events_per_cycle)) return;
+    advance(h.ts_ns);
+    counter(h.ts_ns, h.tid, CounterKind::events_per_cycle, static_cast<double>(e.nevents));
+  }
+  void on_drain(const platoon_event_header& h, const platoon_ev_runtime& e) override {
+    if (!has_track(h.tid, CounterKind::queue_depth)) return;
+    advance(h.ts_ns);
+    counter(h.ts_ns, h.tid, CounterKind::queue_depth, static_cast<double>(e.a));
+  }
 };
 
 void PerfettoExport::State::counter(uint64_t ts, uint32_t tid, CounterKind kind, double value) {
@@ -243,25 +263,19 @@ void PerfettoExport::State::flush_bundle(uint32_t cpu, Bundle& b) {
   b.events = 0;
 }
 
-void PerfettoExport::State::emit(const Pending& p) {
-  waits_until(p.ts_ns);
-  released_ns = std::max(released_ns, p.ts_ns);
-  if (!p.sched) {
-    counter(p.ts_ns, p.tid, p.kind, p.value);
-    return;
-  }
-  platoon_event_header h;
-  std::memcpy(&h, p.rec.data(), sizeof h);
-  auto& b = bundles[p.cpu];
-  b.msg.add_message(f::kBundleEvent, ftrace_event(h, p.rec.data(), p.size, stats.cpus[p.cpu]));
-  if (++b.events == kEventsPerBundle) flush_bundle(p.cpu, b);
+// Everything stamped up to ts_ns that is not an event (the %wait samples) goes out first.
+void PerfettoExport::State::advance(uint64_t ts_ns) {
+  waits_until(ts_ns);
+  released_ns = std::max(released_ns, ts_ns);
 }
 
-void PerfettoExport::State::release(uint64_t upto_ns) {
-  while (!pending.empty() && pending.top().ts_ns < upto_ns) {
-    emit(pending.top());
-    pending.pop();
-  }
+void PerfettoExport::State::sched(const platoon_event_header& h, const ProtoMessage& event, uint64_t& count) {
+  if (h.ts_ns < released_ns) ++stats.late_events;
+  advance(h.ts_ns);
+  ++count;
+  auto& b = bundles[h.cpu];
+  b.msg.add_message(f::kBundleEvent, event);
+  if (++b.events == kEventsPerBundle) flush_bundle(h.cpu, b);
 }
 
 void PerfettoExport::State::waits_until(uint64_t ts_ns) {
@@ -288,13 +302,9 @@ void PerfettoExport::scan_snapshot(const Snapshot& snap) {
   s_->prev = snap;
 }
 
-void PerfettoExport::scan_event(const platoon_event_header& h, const void* record, size_t size) {
-  if (h.type == PLATOON_EV_EPOLL) {
-    auto e = event_as<platoon_ev_epoll>(record, size);
-    if (e && e->nevents >= 0) s_->tracks.insert({h.tid, CounterKind::events_per_cycle});
-  } else if (h.type == PLATOON_EV_DRAIN) {
-    s_->tracks.insert({h.tid, CounterKind::queue_depth});
-  }
+void PerfettoExport::scan_event(const platoon_event_header&, const void* record, size_t size) {
+  TrackScan scan(s_->tracks);
+  visit_event(record, size, scan);
 }
 
 void PerfettoExport::begin(const TraceMeta& meta) {
@@ -353,41 +363,14 @@ void PerfettoExport::begin(const TraceMeta& meta) {
 }
 
 void PerfettoExport::write_event(const platoon_event_header& h, const void* record, size_t size) {
-  State& st = *s_;
-  Pending p{};
-  p.ts_ns = h.ts_ns;
-  p.seq = st.seq++;
-  p.cpu = h.cpu;
-  p.tid = h.tid;
-  if (exported_sched_type(h.type) && size <= p.rec.size()) {
-    p.sched = true;
-    p.size = static_cast<uint16_t>(size);
-    std::memcpy(p.rec.data(), record, size);
-  } else if (h.type == PLATOON_EV_EPOLL) {
-    // A failed call (-EINTR) returned no batch; io_cycles does not count it either.
-    auto e = event_as<platoon_ev_epoll>(record, size);
-    if (!e || e->nevents < 0 || !st.has_track(h.tid, CounterKind::events_per_cycle)) return;
-    p.kind = CounterKind::events_per_cycle;
-    p.value = static_cast<double>(e->nevents);
-  } else if (h.type == PLATOON_EV_DRAIN) {
-    auto e = event_as<platoon_ev_runtime>(record, size);
-    if (!e || !st.has_track(h.tid, CounterKind::queue_depth)) return;
-    p.kind = CounterKind::queue_depth;
-    p.value = static_cast<double>(e->a);
-  } else {
-    return;
-  }
-  if (p.sched && p.ts_ns < st.released_ns) ++st.stats.late_events;
-  st.pending.push(p);
-  st.stats.max_pending = std::max<uint64_t>(st.stats.max_pending, st.pending.size());
-  st.newest_ns = std::max<uint64_t>(st.newest_ns, h.ts_ns);
-  if (st.newest_ns > kReorderHorizonNs) st.release(st.newest_ns - kReorderHorizonNs);
+  s_->reader.add(h, record, size, *s_);
 }
 
 bool PerfettoExport::finish(PerfettoStats* stats) {
   State& st = *s_;
-  st.release(UINT64_MAX);
+  st.reader.finish(st);
   st.waits_until(UINT64_MAX);
+  st.stats.max_pending = st.reader.stats().max_pending;
   for (auto& [cpu, b] : st.bundles) st.flush_bundle(cpu, b);
   st.stats.packets = st.writer.count();
   st.out.flush();

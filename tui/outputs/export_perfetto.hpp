@@ -12,8 +12,8 @@
 // Streamed in two passes over a recording, so memory does not grow with its length: the first
 // (scan_*) learns the threads, their %wait per interval, which counter tracks exist and the
 // losses; the second (write_*) takes the events as the file delivers them. The ring buffer
-// hands them over nearly, not strictly, in time order, so they wait in a reorder buffer of
-// kReorderHorizonNs before going into their CPU's bundle.
+// hands them over nearly, not strictly, in time order, so they wait in the reorder buffer
+// (EventReader, kReorderHorizonNs: tui/trace/events.hpp) before going into their CPU's bundle.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +24,7 @@
 #include <span>
 
 #include "bpf/snapshot/snapshot.hpp"
+#include "tui/trace/events.hpp"        // kReorderHorizonNs
 #include "tui/trace/trace_writer.hpp"  // TraceMeta
 
 namespace platoon::model {
@@ -40,13 +41,8 @@ struct PerfettoStats {
   uint64_t counter_samples = 0;
   uint64_t lost_cpus = 0;        // CPUs whose bundles are flagged lost_events
   uint64_t late_events = 0;      // arrived more than the horizon out of order: written late
-  uint64_t max_pending = 0;      // most events held in the reorder buffer at once
+  uint64_t max_pending = 0;      // most records held in the reorder buffer at once
 };
-
-// The ring buffer is one buffer for all CPUs, written in reservation order; a record's stamp is
-// taken just before its reservation inside a BPF program that cannot be preempted, so records
-// are out of order by microseconds. 50 ms is a wide margin that still bounds memory.
-inline constexpr uint64_t kReorderHorizonNs = 50'000'000;
 
 class PerfettoExport {
  public:

@@ -51,7 +51,8 @@ struct TraceContents {
   std::string cap_note() const;
   // All event records end to end, in the order the ring buffer delivered them (nearly, not
   // strictly, timestamp order). Each is validated: known type, exactly event_record_size(type)
-  // bytes. Empty when ReadOptions::on_event took them. Iterate with for_each_event.
+  // bytes. Empty when ReadOptions::on_event took them. Iterate with for_each_event; decode with
+  // tui/trace/events.hpp.
   std::vector<uint8_t> events;
 };
 
@@ -89,15 +90,6 @@ std::optional<TraceContents> read_trace_bytes(std::span<const uint8_t> bytes, st
 bool for_each_event(std::span<const uint8_t> records, const EventFn& fn);
 inline bool for_each_event(const TraceContents& contents, const EventFn& fn) {
   return for_each_event(std::span<const uint8_t>(contents.events), fn);
-}
-
-// A record as its struct (memcpy: records in a byte buffer need not be aligned for T).
-template <class T>
-std::optional<T> event_as(const void* record, size_t size) {
-  if (size < sizeof(T)) return std::nullopt;
-  T value;
-  std::memcpy(&value, record, sizeof(T));
-  return value;
 }
 
 }  // namespace platoon::model
