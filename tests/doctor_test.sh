@@ -7,17 +7,10 @@
 # call the pinned run healthier. Then: a --no-events and a procfs recording name the checks they
 # cannot answer, a live --pid watch, and the one-line errors on bad input.
 set -uo pipefail
-BUILD=${BUILD:-build}
-bin=$BUILD/bin
-platoon=$bin/platoon
-tmp=$(mktemp -d /tmp/platoon-doctor.XXXXXX)
-pids=()
-. "$(dirname "$0")/lib/processes.sh"
-cleanup() { stop_pids; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-[ "$(nproc)" -ge 2 ] || { echo "needs 2 CPUs (one for the pinned server)"; exit 77; }
+. "$(dirname "$0")/lib/common.sh"
+use_tmp doctor
+require_root
+[ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs (one for the pinned server)"
 for b in platoon platoon-server platoon-mock platoon-load; do [ -x "$bin/$b" ] || fail "$bin/$b missing (make)"; done
 
 bench() {  # NAME ARGS..: one benchmark run recorded to $tmp/NAME.trace
@@ -107,19 +100,15 @@ grep -q 'max carrier %wait' "$tmp/vs.txt" || fail "--vs text: no side-by-side nu
 echo "ok text and --vs"
 
 # A server of our own for the remaining sources, under a light load while it is watched.
-"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
-mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
-"$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 2 > "$tmp/server.log" 2>&1 & spid=$!; pids+=($spid)
-[ -n "$(port_of "$tmp/server.log")" ] || fail "server did not start"
+start_mock
+start_server --carriers 2
 
 "$platoon" record -q --no-events -i 0.3 --duration 1 --pid "$spid" -o "$tmp/noev.trace" || fail "record --no-events"
 "$platoon" record -q --procfs -i 0.3 --duration 1 --pid "$spid" -o "$tmp/procfs.trace" || fail "record --procfs"
 "$platoon" doctor "$tmp/noev.trace" --format json > "$tmp/noev.json" || fail "doctor --no-events trace"
 "$platoon" doctor "$tmp/procfs.trace" --format json > "$tmp/procfs.json" || fail "doctor procfs trace"
 "$platoon" doctor "$tmp/procfs.trace" > "$tmp/procfs.txt" || fail "doctor procfs trace (text)"
-sport=$(port_of "$tmp/server.log")
-"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 1000 --connections 10 --threads 1 --duration 3 \
-  > /dev/null 2>&1 & pids+=($!)
+start_load --rate 1000 --connections 10 --threads 1 --duration 3
 "$platoon" doctor --pid "$spid" --duration 1.5 --format json > "$tmp/live.json" || fail "doctor --pid"
 python3 - "$tmp" <<'PY' || fail "sources"
 import json, sys
@@ -153,19 +142,11 @@ print(f"ok --comm (carriers {comm['carriers']}) and -- CMD ({cmd['duration_s']} 
       f"findings {[f['id'] for f in cmd['findings']]})")
 PY
 
-expect_error() {  # PATTERN -- cmd...: one line on stderr matching PATTERN, exit 1
-  local pattern=$1; shift
-  "$@" > "$tmp/out" 2> "$tmp/err"; local st=$?
-  [ "$st" -eq 1 ] || fail "'$*' exited $st, expected 1"
-  [ "$(wc -l < "$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "'$*' should print one line"; }
-  grep -q -- "$pattern" "$tmp/err" || fail "'$*' printed '$(cat "$tmp/err")', expected /$pattern/"
-  echo "ok error: $(cat "$tmp/err")"
-}
 : > "$tmp/empty"
 head -c 200 "$tmp/pinned.trace" > "$tmp/stub.trace"
-expect_error '^platoon doctor: .*No such file' "$platoon" doctor "$tmp/missing.trace"
-expect_error '^platoon doctor: .*not a platoon trace' "$platoon" doctor /etc/passwd
-expect_error '^platoon doctor: .*not a platoon trace' "$platoon" doctor "$tmp/empty"
-expect_error '^platoon doctor: .*no snapshot\|^platoon doctor: .*one snapshot\|^platoon doctor: .*META' "$platoon" doctor "$tmp/stub.trace"
-expect_error '^platoon doctor: .*not a platoon trace' "$platoon" doctor "$tmp/pinned.trace" --vs /etc/passwd
+expect_error --status 1 '^platoon doctor: .*No such file' "$platoon" doctor "$tmp/missing.trace"
+expect_error --status 1 '^platoon doctor: .*not a platoon trace' "$platoon" doctor /etc/passwd
+expect_error --status 1 '^platoon doctor: .*not a platoon trace' "$platoon" doctor "$tmp/empty"
+expect_error --status 1 '^platoon doctor: .*no snapshot\|^platoon doctor: .*one snapshot\|^platoon doctor: .*META' "$platoon" doctor "$tmp/stub.trace"
+expect_error --status 1 '^platoon doctor: .*not a platoon trace' "$platoon" doctor "$tmp/pinned.trace" --vs /etc/passwd
 echo PASS

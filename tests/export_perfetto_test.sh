@@ -6,24 +6,15 @@
 # the recordings' raw events as tests/tools/trace_events.py (a second reader of the trace format,
 # written from docs/trace-format.md) counts them: per CPU and kind, per carrier counter track.
 set -uo pipefail
-BUILD=${BUILD:-build}
-bin=$BUILD/bin
-tmp=$(mktemp -d /tmp/platoon-perfetto.XXXXXX)
-pids=()
-. "$(dirname "$0")/lib/processes.sh"
-cleanup() { stop_pids; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-command -v protoc > /dev/null || { echo "protoc missing (scripts/install-deps.sh installs protobuf-compiler)"; exit 77; }
+. "$(dirname "$0")/lib/common.sh"
+use_tmp perfetto
+require_root
+require_cmd protoc "protoc missing (scripts/install-deps.sh installs protobuf-compiler)"
 decode() { protoc -Itui/outputs --decode=perfetto.protos.Trace perfetto_trace.proto < "$1"; }
 
-"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
-mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
-"$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 2 > "$tmp/server.log" 2>&1 & spid=$!; pids+=($spid)
-sport=$(port_of "$tmp/server.log"); [ -n "$sport" ] || fail "server did not start"
-"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 3000 --connections 60 --threads 1 \
-  --duration 4 > /dev/null 2>&1 & pids+=($!)
+start_mock
+start_server --carriers 2
+start_load --rate 3000 --connections 60 --threads 1 --duration 4
 sleep 0.5
 "$bin/platoon" record -q -i 0.5 --duration 2 --pid "$spid" -o "$tmp/s.trace" || fail "record server"
 "$bin/platoon" record -q -i 0.2 --duration 3 -o "$tmp/f.trace" -- python3 -c \

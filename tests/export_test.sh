@@ -4,20 +4,9 @@
 # slices adding up to the on-CPU time report shows and never overlapping), plus the one-line
 # errors on bad input.
 set -uo pipefail
-BUILD=${BUILD:-build}
-platoon=$BUILD/bin/platoon
-tmp=$(mktemp -d /tmp/platoon-export.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-expect_error() {  # PATTERN -- cmd...: one line on stderr matching PATTERN, non-zero exit
-  local pattern=$1; shift
-  "$@" > "$tmp/out" 2> "$tmp/err"; local st=$?
-  [ "$st" -ne 0 ] || fail "'$*' should fail"
-  [ "$(wc -l < "$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "'$*' should print one line"; }
-  grep -q -- "$pattern" "$tmp/err" || fail "'$*' printed '$(cat "$tmp/err")', expected /$pattern/"
-  echo "ok error ($st): $(cat "$tmp/err")"
-}
+. "$(dirname "$0")/lib/common.sh"
+use_tmp export
+require_root
 
 loop='i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'
 "$platoon" record -q -i 0.2 --duration 1.5 -o "$tmp/T" -- sh -c "$loop" || fail "record"
@@ -36,7 +25,7 @@ import csv, json, sys
 duration_s = json.load(open(sys.argv[1]))["duration_s"]
 header = ("interval_start_s,interval_end_s,pid,tid,comm,cpu_pct,wait_pct,run_ns,wait_ns,"
           "switches_voluntary,switches_involuntary,migrations,io_cycles,io_events,events_per_cycle,"
-          "drains,queue_depth_avg,runq_p50_us,runq_p99_us").split(",")
+          "drains,queue_depth_avg,runq_p50_us,runq_p99_us,wakeups_per_s").split(",")
 for path in sys.argv[2:]:
     rows = list(csv.reader(open(path, newline="")))
     assert rows[0] == header, rows[0]

@@ -6,24 +6,16 @@
 # descriptors (RLIMIT_NOFILE 40), the listener does not spin on accept() and serves again after.
 # Clients are python3 sockets, for timings; bounds are generous (noisy 2-core machines).
 set -uo pipefail
-BUILD=${BUILD:-build}
-bin=$BUILD/bin
-[ "$(id -u)" = 0 ] || { echo "needs root (the exporter attaches to a process)"; exit 77; }
-command -v python3 > /dev/null || { echo "needs python3"; exit 77; }
-command -v curl > /dev/null || { echo "needs curl"; exit 77; }
-command -v prlimit > /dev/null || { echo "needs prlimit"; exit 77; }
-tmp=$(mktemp -d /tmp/platoon-exporter-limits.XXXXXX)
-pids=()
-. "$(dirname "$0")/lib/processes.sh"
-cleanup() { stop_pids; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# start_exporter LOG [PREFIX..]: an exporter (procfs: no BPF set-up) watching a sleeper; sets
+. "$(dirname "$0")/lib/common.sh"
+require_root "(the exporter attaches to a process)"
+require_cmd python3
+require_cmd curl
+require_cmd prlimit
+use_tmp exporter-limits
+# watch_sleeper LOG [PREFIX..]: an exporter (procfs: no BPF set-up) watching a sleeper; sets
 # exporter and eport. PREFIX runs it (prlimit ...).
-start_exporter() { local log=$1; shift
-                   "$@" "$bin/platoon" exporter --pid "$sleeper" --procfs --listen 127.0.0.1:0 2> "$log" & exporter=$!
-                   pids+=($exporter)
-                   eport=$(port_of "$log"); [ -n "$eport" ] || { cat "$log"; fail "exporter did not start"; }; }
+watch_sleeper() { local log=$1; shift
+                  exporter_prefix=("$@"); start_exporter "$log" --pid "$sleeper" --procfs; exporter_prefix=(); }
 # scrape_within S: /metrics answers 200 within S seconds (retrying).
 scrape_within() { local end=$((SECONDS + $1))
                   while [ $SECONDS -le $end ]; do
@@ -35,7 +27,7 @@ sleep 3600 & sleeper=$!; pids+=($sleeper)
 held=()
 
 # ---- slow clients: the request deadline ----
-start_exporter "$tmp/exp.log"
+watch_sleeper "$tmp/exp.log"
 python3 - "$eport" > "$tmp/slow.out" <<'EOF' || { cat "$tmp/slow.out"; fail "slow clients"; }
 import socket, sys, threading, time
 port = int(sys.argv[1])
@@ -111,7 +103,7 @@ for c in "${held[@]}"; do exec {c}>&-; done
 echo "SIGTERM with 10 connections open: exit status 0"
 
 # ---- out of descriptors: no accept() spin ----
-start_exporter "$tmp/nofile.log" prlimit --nofile=40:40
+watch_sleeper "$tmp/nofile.log" prlimit --nofile=40:40
 python3 - "$eport" "$exporter" > "$tmp/nofile.out" <<'EOF' || { cat "$tmp/nofile.out"; fail "accept at the fd limit"; }
 import os, socket, sys, time
 port, pid = int(sys.argv[1]), int(sys.argv[2])

@@ -5,54 +5,37 @@
 # destroying threads does not grow the series beyond --max-threads; -- CMD ends with the command;
 # bad --listen and a taken port give one-line errors.
 set -uo pipefail
-BUILD=${BUILD:-build}
-bin=$BUILD/bin
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-[ -x /usr/bin/promtool ] || { echo "needs promtool (Debian's prometheus package)"; exit 77; }
-command -v curl > /dev/null || { echo "needs curl"; exit 77; }
-tmp=$(mktemp -d /tmp/platoon-exporter.XXXXXX)
-pids=()
-. "$(dirname "$0")/lib/processes.sh"
-cleanup() { stop_pids; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# expect_error STATUS ARGS..: that exit status and exactly one line on stderr, "platoon exporter: ...".
-expect_error() { local want=$1; shift
-                 timeout 10 "$bin/platoon" exporter "$@" > /dev/null 2> "$tmp/err"; local st=$?
-                 [ "$st" = "$want" ] || { cat "$tmp/err"; fail "exporter $*: status $st, not $want"; }
-                 [ "$(wc -l < "$tmp/err")" = 1 ] || { cat "$tmp/err"; fail "exporter $*: not one line"; }
-                 grep -q '^platoon exporter: ' "$tmp/err" || fail "exporter $*: no prefix"
-                 echo "exporter $*: $(cat "$tmp/err")"; }
+. "$(dirname "$0")/lib/common.sh"
+require_root
+[ -x /usr/bin/promtool ] || skip "needs promtool (Debian's prometheus package)"
+require_cmd curl
+use_tmp exporter
+# exporter_error STATUS ARGS..: that exit status and exactly one line on stderr, "platoon exporter: ...".
+exporter_error() { local want=$1; shift
+                   expect_error --status "$want" '^platoon exporter: ' timeout 10 "$platoon" exporter "$@"; }
 # val FILE METRIC THREAD [LABEL]: the sum of METRIC's samples for thread THREAD (and LABEL) in FILE.
 val() { awk -v m="$2{" -v t="thread=\"$3\"" -v l="${4:-}" \
           'index($1, m) == 1 && index($1, t) && index($1, l) { s += $2; n++ } END { if (n) printf "%.9f\n", s }' "$1"; }
-# start_exporter LOG ARGS..: starts it, waits for its address; sets exporter and eport.
-start_exporter() { local log=$1; shift
-                   "$bin/platoon" exporter "$@" --listen 127.0.0.1:0 2> "$log" & exporter=$!; pids+=($exporter)
-                   eport=$(port_of "$log"); [ -n "$eport" ] || { cat "$log"; fail "exporter did not start"; }; }
 promtool_clean() { promtool check metrics < "$1" > "$tmp/promtool.out" 2>&1; local st=$?
                    echo "promtool check metrics ($(grep -c '^[a-z]' "$1") series): status $st, said: '$(cat "$tmp/promtool.out")'"
                    [ "$st" = 0 ] && [ ! -s "$tmp/promtool.out" ] || fail "promtool is not satisfied with $1"; }
 
 # ---- bad input ----
-expect_error 2 --pid 1 --listen foo
-expect_error 2 --pid 1 --listen :99999
-expect_error 2 --pid 1 --listen '1.2.3.4:x'
-expect_error 1 --pid 1 --listen 192.0.2.1:9464      # not an address of this machine
-expect_error 2 --pid 999999999
+exporter_error 2 --pid 1 --listen foo
+exporter_error 2 --pid 1 --listen :99999
+exporter_error 2 --pid 1 --listen '1.2.3.4:x'
+exporter_error 1 --pid 1 --listen 192.0.2.1:9464      # not an address of this machine
+exporter_error 2 --pid 999999999
 
 # ---- a platoon-server under load ----
-"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
-mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
-"$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 2 > "$tmp/server.log" 2>&1 & spid=$!; pids+=($spid)
-sport=$(port_of "$tmp/server.log"); [ -n "$sport" ] || fail "server did not start"
-"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 2000 --connections 50 --threads 1 \
-  --duration 30 > /dev/null 2>&1 & pids+=($!)
+start_mock
+start_server --carriers 2
+start_load --rate 2000 --connections 50 --threads 1 --duration 30
 
 start_exporter "$tmp/exp.log" --pid "$spid"
 cat "$tmp/exp.log"
 url="http://127.0.0.1:$eport"
-expect_error 1 --pid "$spid" --listen "127.0.0.1:$eport"   # the port is taken now
+exporter_error 1 --pid "$spid" --listen "127.0.0.1:$eport"   # the port is taken now
 grep -q 'in use' "$tmp/err" || fail "a taken port does not say so"
 sleep 0.5
 ctype=$(curl -sf -o "$tmp/s1" -w '%{content_type}' "$url/metrics") || fail "first scrape"

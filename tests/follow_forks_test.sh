@@ -4,15 +4,12 @@
 # program writes them itself once its threads are parked, then waits to be killed), and
 # --no-follow-forks records only the shell. Also `--pid SHELL --follow-forks` and procfs.
 set -uo pipefail
-BUILD=${BUILD:-build}
-platoon=$BUILD/bin/platoon
-tmp=$(mktemp -d /tmp/platoon-follow.XXXXXX)
+. "$(dirname "$0")/lib/common.sh"
+use_tmp follow
 # Every python started writes its pid to $tmp/*.pypid; they are killed by those pids.
 cleanup() { for f in "$tmp"/*.pypid; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-command -v python3 >/dev/null || { echo "needs python3"; exit 77; }
+require_root
+require_cmd python3
 
 cat > "$tmp/mt.py" <<'PY'
 import os, sys, threading, time

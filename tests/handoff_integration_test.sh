@@ -3,61 +3,43 @@
 # modes; a deliberate 100 ms server stall (SIGSTOP/SIGCONT) shows in the corrected p99 while
 # the uncorrected p99 hides it; 10,000 concurrent connections are served.
 set -uo pipefail
-BUILD=${BUILD:-build}
-bin=$BUILD/bin
-tmp=$(mktemp -d /tmp/platoon-it.XXXXXX)
-pids=()
-. "$(dirname "$0")/lib/processes.sh"
-cleanup() { stop_pids; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$1" "$2"; }
-
-"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
-mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
-
-start_server() {  # name args...
-  local name=$1; shift
-  "$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" "$@" > "$tmp/$name.log" 2>&1 & pids+=($!)
-  server_pid=$!
-  sport=$(port_of "$tmp/$name.log"); [ -n "$sport" ] || fail "server ($name) did not start"
-}
+. "$(dirname "$0")/lib/common.sh"
+use_tmp it
+start_mock
 
 # 1. Fixed rate, carrier and pool modes: no errors, achieved rate, and bodies verified by the server
 #    tests; here the load checks status and completeness of every response.
 for mode in carrier pool; do
-  start_server "$mode" --scheduler "$mode" --carriers 2
-  "$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 2000 --connections 50 --threads 1 \
-    --duration 3 --json "$tmp/$mode.json" > "$tmp/$mode-load.txt" 2>&1 || fail "load failed ($mode)"
+  start_server --log "$mode" --scheduler "$mode" --carriers 2
+  run_load --rate 2000 --connections 50 --threads 1 --duration 3 --json "$tmp/$mode.json" > "$tmp/$mode-load.txt" 2>&1 || fail "load failed ($mode)"
   req=$(json "$tmp/$mode.json" 'd["requests"]'); err=$(json "$tmp/$mode.json" 'd["errors"]')
   echo "$mode: requests=$req errors=$err rate=$(json "$tmp/$mode.json" 'd["rate"]')"
   [ "$err" = 0 ] || fail "$mode: $err errors"
   [ "$req" -ge 5800 ] || fail "$mode: only $req requests at 2000/s for 3 s"
   body=$(curl -sf "http://127.0.0.1:$sport/fruits") || fail "$mode: curl"
   [[ $body == '{"fruits":[{"name":"Apple","color":"Red","price":1.2}'* ]] || fail "$mode: body $body"
-  kill -INT "$server_pid"; wait "$server_pid" || fail "$mode: server exit status $?"
+  kill -INT "$spid"; wait "$spid" || fail "$mode: server exit status $?"
 done
 
 # 2. A 100 ms stall of the whole server during a fixed-rate run, with few connections so that
 #    few requests are in flight when it stops: the corrected p99 must show it, the uncorrected
 #    p99 must not.
-start_server stall --carriers 2
-"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 2000 --connections 10 --threads 1 \
-  --duration 4 --json "$tmp/stall.json" > "$tmp/stall-load.txt" 2>&1 &
+start_server --log stall --carriers 2
+run_load --rate 2000 --connections 10 --threads 1 --duration 4 --json "$tmp/stall.json" > "$tmp/stall-load.txt" 2>&1 &
 load_pid=$!
 sleep 2
-kill -STOP "$server_pid"; sleep 0.1; kill -CONT "$server_pid"
+kill -STOP "$spid"; sleep 0.1; kill -CONT "$spid"
 wait $load_pid || fail "stall load failed"
 cp99=$(json "$tmp/stall.json" 'd["latency_us"]["p99"]'); up99=$(json "$tmp/stall.json" 'd["uncorrected_latency_us"]["p99"]')
 cmax=$(json "$tmp/stall.json" 'd["latency_us"]["max"]')
 echo "stall: corrected p99=${cp99}us max=${cmax}us, uncorrected p99=${up99}us"
 python3 -c "import sys; c,u,m=map(float,sys.argv[1:]); sys.exit(0 if c>=20000 and m>=90000 and u<c/4 else 1)" "$cp99" "$up99" "$cmax" \
   || fail "the corrected p99 ($cp99) should show the stall and the uncorrected ($up99) hide it"
-kill -INT "$server_pid"; wait "$server_pid"
+kill -INT "$spid"; wait "$spid"
 
 # 3. 10,000 concurrent connections.
-start_server many --carriers 2
-"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 5000 --connections 10000 --threads 2 \
+start_server --log many --carriers 2
+run_load --rate 5000 --connections 10000 --threads 2 \
   --duration 3 --warmup 3 --timeout 5 --json "$tmp/many.json" > "$tmp/many-load.txt" 2>&1 || fail "10k load failed"
 req=$(json "$tmp/many.json" 'd["requests"]'); err=$(json "$tmp/many.json" 'd["errors"]')
 open=$(curl -s "http://127.0.0.1:$sport/metrics" | awk '/^platoon_connections_accepted_total/{print $2}')

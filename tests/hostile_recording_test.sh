@@ -8,10 +8,9 @@
 #
 # PLATOON=path runs another platoon binary on the same files (to show an old one failing).
 set -uo pipefail
-BUILD=${BUILD:-build}
-platoon=${PLATOON:-$BUILD/bin/platoon}
-tmp=$(mktemp -d /tmp/platoon-hostile.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib/common.sh"
+platoon=${PLATOON:-$platoon}
+use_tmp hostile
 time_limit=30
 rss_limit_kb=524288
 failures=0

@@ -4,9 +4,9 @@
 # required set (a minbase root has nothing else), and `make demo` builds only the four
 # programs it runs, no test binary.
 set -uo pipefail
+. "$(dirname "$0")/lib/common.sh"
 cd "$(dirname "$0")/.."
-fail() { echo "FAIL: $*"; exit 1; }
-command -v dpkg-query > /dev/null || { echo "not a Debian system"; exit 77; }
+require_cmd dpkg-query "not a Debian system"
 listed=" $(scripts/install-deps.sh --list | tr '\n' ' ') "
 [ "$listed" != "  " ] || fail "install-deps.sh --list printed nothing"
 deps_of_listed=" $(apt-cache depends $listed 2>/dev/null | awk '/^ *Depends: [a-z]/ { print $2 }' | sort -u | tr '\n' ' ') "

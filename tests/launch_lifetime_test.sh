@@ -5,18 +5,16 @@
 # --kill-after, --keep-running leaves it, and a platoon killed while attaching never lets the
 # command start at all.
 set -uo pipefail
-BUILD=${BUILD:-build}
-platoon=$(realpath "$BUILD/bin/platoon")
-tmp=$(mktemp -d /tmp/platoon-life.XXXXXX)
+. "$(dirname "$0")/lib/common.sh"
+platoon=$(realpath "$platoon")   # the test runs in $tmp
+use_tmp life
 bg=()
 cleanup() {
   for p in "${bg[@]}"; do kill -KILL "$p"; done 2>/dev/null
   for f in "$tmp"/*.pid; do [ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done
   wait 2>/dev/null; rm -rf "$tmp"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
+require_root
 cd "$tmp"
 
 # alive PID: exists and is not a zombie.

@@ -2,21 +2,14 @@
 # platoon-load's command line: --help, exit code 2 with one line on bad input, and a short run
 # against a port nobody listens on (connect errors counted, results still printed, exit 0).
 set -euo pipefail
-BUILD=${BUILD:-build}
-bin="$BUILD/bin/platoon-load"
-if [ ! -x "$bin" ]; then echo "skip: $bin not built"; exit 77; fi
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib/common.sh"
+load=$bin/platoon-load
+[ -x "$load" ] || skip "skip: $load not built"
+use_tmp load-cli
 
-"$bin" --help | grep -q -- '--rate' || fail "--help does not mention --rate"
+"$load" --help | grep -q -- '--rate' || fail "--help does not mention --rate"
 
-expect_usage_error() {
-  local err rc=0
-  err=$("$bin" "$@" 2>&1 >/dev/null) || rc=$?
-  [ "$rc" -eq 2 ] || fail "'$*' exited $rc, want 2"
-  [ "$(printf '%s\n' "$err" | wc -l)" -eq 1 ] || fail "'$*' printed more than one line: $err"
-  case "$err" in "platoon-load: "*) ;; *) fail "'$*' error does not start with 'platoon-load: ': $err" ;; esac
-  echo "ok (exit 2): $* -> $err"
-}
+expect_usage_error() { expect_error --status 2 '^platoon-load: ' "$load" "$@"; }
 expect_usage_error --url http://127.0.0.1:1/ --rate 0
 expect_usage_error --url 'http://127.0.0.1:70000/'
 expect_usage_error --url http://127.0.0.1:1/ -c 1 -t 4
@@ -24,9 +17,8 @@ expect_usage_error --url http://127.0.0.1:1/ -d never
 expect_usage_error --rate 100
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
-json=$(mktemp)
-trap 'rm -f "$json"' EXIT
-out=$("$bin" --url "http://127.0.0.1:$port/" --rate 200 -c 4 -t 2 -d 0.5 --json "$json")
+json=$tmp/load.json
+out=$("$load" --url "http://127.0.0.1:$port/" --rate 200 -c 4 -t 2 -d 0.5 --json "$json")
 echo "$out"
 grep -q '^Running 0.5s test @ http://127.0.0.1:' <<<"$out" || fail "no Running line"
 grep -q 'Socket errors: connect [1-9]' <<<"$out" || fail "no connect errors reported"

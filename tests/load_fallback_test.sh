@@ -3,12 +3,9 @@
 # what the kernel lacks (bpf/collectors/features.hpp): no program set loads → procfs, with libbpf's reason
 # in the note; the runtime probes fail → bpf without drain, named in the source line.
 set -uo pipefail
-BUILD=${BUILD:-build}
-platoon=$BUILD/bin/platoon
-tmp=$(mktemp -d /tmp/platoon-fallback.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
+. "$(dirname "$0")/lib/common.sh"
+use_tmp fallback
+require_root
 work='i=0; while [ $i -lt 100 ]; do sleep 0.005; i=$((i+1)); done'
 
 PLATOON_INJECT_LOAD_FAIL=tp_btf,raw_tp "$platoon" record -i 0.2 -o "$tmp/old.trace" -- sh -c "$work" 2> "$tmp/old.err" \

@@ -8,17 +8,11 @@
 #     pairs stay 0 and the kernel map stays under its bound.
 # The small map comes from --pairs-max.
 set -uo pipefail
-BUILD=${BUILD:-build}
-platoon=$BUILD/bin/platoon
-. "$(dirname "$0")/lib/processes.sh"
-tmp=$(mktemp -d /tmp/platoon-losses.XXXXXX)
-pids=()
-cleanup() { stop_pids; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-command -v perf >/dev/null && perf bench sched pipe -l 10 >/dev/null 2>&1 || { echo "needs perf bench"; exit 77; }
-command -v bpftool >/dev/null || { echo "needs bpftool"; exit 77; }
+. "$(dirname "$0")/lib/common.sh"
+use_tmp losses
+require_root
+command -v perf >/dev/null && perf bench sched pipe -l 10 >/dev/null 2>&1 || skip "needs perf bench"
+require_cmd bpftool
 
 # 1. Ring buffer overflow: perf's messaging benchmark (160 threads passing messages over
 #    sockets) makes ~100k scheduler records a second; 1 MiB holds ~10k.
@@ -53,14 +47,13 @@ echo "ok top --replay: $(grep -iE -m1 -o 'lost [0-9]+[^|]*' "$tmp/top.txt")"
 
 # 2. Pair aging under churn.
 bash -c 'while :; do sleep 0.08 & wait; done' & loop=$!; pids+=($loop)
-"$platoon" exporter --pairs-max 500 --pid "$loop" --listen 127.0.0.1:0 2> "$tmp/exp.err" & exp=$!; pids+=($exp)
-port=$(port_of "$tmp/exp.err"); [ -n "$port" ] || { cat "$tmp/exp.err"; fail "exporter did not start"; }
+start_exporter "$tmp/exp.err" --pairs-max 500 --pid "$loop"
 map_id=""
 for _ in $(seq 50); do
   map_id=$(bpftool map show -j | python3 -c "
 import json, sys
 ms = [m for m in json.load(sys.stdin) if m.get('name') == 'pairs' and m.get('max_entries') == 500]
-mine = [m for m in ms if any(p.get('pid') == $exp for p in m.get('pids', []))] or ms
+mine = [m for m in ms if any(p.get('pid') == $exporter for p in m.get('pids', []))] or ms
 print(mine[0]['id'] if mine else '')")
   [ -n "$map_id" ] && break; sleep 0.1
 done
@@ -68,7 +61,7 @@ done
 peak=0
 for i in $(seq 12); do
   sleep 5
-  lostp=$(curl -s "http://127.0.0.1:$port/metrics" | awk '/^platoon_collector_lost_pairs_total/ {print $2}')
+  lostp=$(curl -s "http://127.0.0.1:$eport/metrics" | awk '/^platoon_collector_lost_pairs_total/ {print $2}')
   n=$(bpftool map dump id "$map_id" -j | python3 -c "import json,sys; print(len(json.load(sys.stdin)))")
   [ "$n" -gt "$peak" ] && peak=$n
   echo "t=$((i * 5)) s: pairs in kernel map $n / 500, lost pairs ${lostp:-?}"

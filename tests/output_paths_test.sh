@@ -4,15 +4,12 @@
 # leave them exactly as they were; what they write is a new 0600 file; an earlier file is
 # replaced only with a note; a failed export leaves the earlier file whole.
 set -uo pipefail
-BUILD=${BUILD:-build}
-platoon=$(realpath "$BUILD/bin/platoon")
-here=$(cd "$(dirname "$0")" && pwd)
-tmp=$(mktemp -d /tmp/platoon-out.XXXXXX)
+. "$(dirname "$0")/lib/common.sh"
+platoon=$(realpath "$platoon"); bin=$(dirname "$platoon")   # the test runs in $tmp
+use_tmp out
 bg=()
-cleanup() { for p in "${bg[@]}"; do kill -KILL "$p"; done 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root (mknod, BPF)"; exit 77; }
+cleanup() { for p in "${bg[@]}"; do kill -KILL "$p"; done 2>/dev/null; stop_pids; rm -rf "$tmp"; }
+require_root "(mknod, BPF)"
 cd "$tmp"
 state() { stat -c '%F %a %s %i' "$1"; }   # what must not change
 refused() {  # PATTERN TARGET CMD..: one line matching PATTERN, non-zero exit, TARGET unchanged
@@ -59,10 +56,8 @@ grep -q "replaced" rep.err || { cat rep.err; fail "replacing old.csv was silent"
 grep -q "replaced" rep.err || { cat rep.err; fail "record replacing t.trace was silent"; }
 
 # platoon-load --json: the same refusals, and a new file is 0600.
-bin=$(dirname "$platoon")
-"$bin/platoon-mock" --port 0 --think-time-ms 0 --threads 1 > mock.log 2>&1 & bg+=($!)
-. "$here/lib/processes.sh"
-port=$(port_of mock.log); [ -n "$port" ] || fail "mock did not start"
+start_mock --think-time-ms 0 --threads 1
+port=$mport
 for t in null fifo link; do
   before=$(state "$t")
   "$bin/platoon-load" --url "http://127.0.0.1:$port/fruits" --rate 100 -c 1 -t 1 -d 0.2 --json "$t" > /dev/null 2> load.err \

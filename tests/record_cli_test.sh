@@ -3,24 +3,11 @@
 # file, -- CMD launched and followed to its end, --pid targets that exit, Ctrl-C and SIGKILL
 # leaving a readable file, and the procfs source saying what it lacks.
 set -uo pipefail
-BUILD=${BUILD:-build}
-platoon=$BUILD/bin/platoon
-tmp=$(mktemp -d /tmp/platoon-rec.XXXXXX)
+. "$(dirname "$0")/lib/common.sh"
+use_tmp rec
 bg=()
 cleanup() { for p in "${bg[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$1" "$2"; }
-# expect_error STATUS_NONZERO PATTERN -- cmd...: one line on stderr matching PATTERN, non-zero exit
-expect_error() {
-  local pattern=$1; shift
-  "$@" > "$tmp/out" 2> "$tmp/err"; local st=$?
-  [ "$st" -ne 0 ] || fail "'$*' should fail"
-  [ "$(wc -l < "$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "'$*' should print one line"; }
-  grep -q -- "$pattern" "$tmp/err" || fail "'$*' printed '$(cat "$tmp/err")', expected /$pattern/"
-  echo "ok error: $(cat "$tmp/err")"
-}
+require_root
 
 # 1. Bad input.
 expect_error "no such process: 999999" "$platoon" record --pid 999999 -o "$tmp/x.trace"

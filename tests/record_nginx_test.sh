@@ -3,20 +3,14 @@
 # proxying the mock under load. Its worker processes show up with their epoll cycles, and their
 # switch counts agree with /proc/PID/status over the recording (load runs only inside it).
 set -uo pipefail
-BUILD=${BUILD:-build}
-bin=$BUILD/bin
-tmp=$(mktemp -d /tmp/platoon-recngx.XXXXXX)
-pids=()
-. "$(dirname "$0")/lib/processes.sh"
-cleanup() { stop_pids 0.5; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-[ -x /usr/sbin/nginx ] || { echo "nginx not installed"; exit 77; }
+. "$(dirname "$0")/lib/common.sh"
+use_tmp recngx
+stop_grace=0.5
+require_root
+[ -x /usr/sbin/nginx ] || skip "nginx not installed"
 switches() { awk '/^voluntary_ctxt_switches/{v=$2} /^nonvoluntary_ctxt_switches/{n=$2} END{print v+n}' "/proc/$1/status"; }
 
-"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
-mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
+start_mock
 nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 scripts/peers/nginx/run-nginx.sh --port "$nport" --backend "127.0.0.1:$mport" --workers 2 --dir "$tmp/nginx" > "$tmp/nginx.log" 2>&1 & master=$!; pids+=($master)
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$nport/fruits" > /dev/null && break; sleep 0.05; done
@@ -26,10 +20,8 @@ echo "nginx master $master workers $workers"
 
 s0=(); for w in ${workers//,/ }; do s0+=("$(switches "$w")"); done
 "$bin/platoon" record -i 0.5 --pid "$master,$workers" -o "$tmp/n.trace" 2> "$tmp/rec.err" & rec=$!; pids+=($rec)
-for _ in $(seq 100); do grep -q "recording" "$tmp/rec.err" && break; sleep 0.05; done
-grep -q "recording" "$tmp/rec.err" || { cat "$tmp/rec.err"; fail "record did not start"; }
-"$bin/platoon-load" --url "http://127.0.0.1:$nport/fruits" --rate 2000 --connections 40 --threads 1 \
-  --duration 3 --json "$tmp/load.json" > /dev/null 2>&1 || fail "load"
+wait_started "$tmp/rec.err" recording record
+sport=$nport run_load --rate 2000 --connections 40 --threads 1 --duration 3 --json "$tmp/load.json" > /dev/null 2>&1 || fail "load"
 sleep 0.3
 kill -INT "$rec"; wait "$rec" || { cat "$tmp/rec.err"; fail "record exit status"; }
 s1=(); for w in ${workers//,/ }; do s1+=("$(switches "$w")"); done

@@ -3,30 +3,20 @@
 # from the runtime's USDT probes agree with the server's own counters (/metrics) over the same
 # span, and its epoll cycles show up. Load runs only while the recording is attached.
 set -uo pipefail
-BUILD=${BUILD:-build}
-bin=$BUILD/bin
-tmp=$(mktemp -d /tmp/platoon-recsrv.XXXXXX)
-pids=()
-. "$(dirname "$0")/lib/processes.sh"
-cleanup() { stop_pids; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
+. "$(dirname "$0")/lib/common.sh"
+use_tmp recsrv
+require_root
 # metric NAME CARRIER: the value of NAME{carrier="CARRIER"} in the saved scrape $2
 metric() { local v; v=$(awk -v n="$1{carrier=\"carrier-$3\"}" '$1 == n { printf "%d\n", $2 }' "$2")
            [ -n "$v" ] || fail "no $1 for carrier-$3 in $2"; echo "$v"; }
 
-"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
-mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
-"$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 2 > "$tmp/server.log" 2>&1 & spid=$!; pids+=($spid)
-sport=$(port_of "$tmp/server.log"); [ -n "$sport" ] || fail "server did not start"
+start_mock
+start_server --carriers 2
 
 "$bin/platoon" record -i 0.5 --pid "$spid" -o "$tmp/s.trace" 2> "$tmp/rec.err" & rec=$!; pids+=($rec)
-for _ in $(seq 100); do grep -q "recording" "$tmp/rec.err" && break; sleep 0.05; done
-grep -q "recording" "$tmp/rec.err" || { cat "$tmp/rec.err"; fail "record did not start"; }
+wait_started "$tmp/rec.err" recording record
 curl -sf "http://127.0.0.1:$sport/metrics" > "$tmp/m0" || fail "scrape"
-"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 3000 --connections 60 --threads 1 \
-  --duration 3 --json "$tmp/load.json" > /dev/null 2>&1 || fail "load"
+run_load --rate 3000 --connections 60 --threads 1 --duration 3 --json "$tmp/load.json" > /dev/null 2>&1 || fail "load"
 sleep 0.3
 curl -sf "http://127.0.0.1:$sport/metrics" > "$tmp/m1" || fail "scrape"
 sleep 0.3

@@ -3,34 +3,23 @@
 # text for scripts; --iterations; bpf and procfs sources; a launched command ends the run;
 # --replay --batch of a recording shows the same threads; bad input gives one-line errors.
 set -uo pipefail
-BUILD=${BUILD:-build}
-bin=$BUILD/bin
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-tmp=$(mktemp -d /tmp/platoon-topbatch.XXXXXX)
-pids=()
-. "$(dirname "$0")/lib/processes.sh"
-cleanup() { stop_pids; rm -rf "$tmp"; }
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-# expect_error ARGS..: non-zero exit and exactly one line on stderr.
-expect_error() { "$bin/platoon" top "$@" > /dev/null 2> "$tmp/err" && fail "top $* succeeded"
-                 [ "$(wc -l < "$tmp/err")" = 1 ] || { cat "$tmp/err"; fail "top $*: not one line"; }
-                 echo "top $*: $(cat "$tmp/err")"; }
+. "$(dirname "$0")/lib/common.sh"
+require_root
+use_tmp topbatch
+# top_error ARGS..: non-zero exit and exactly one line on stderr.
+top_error() { expect_error '' "$platoon" top "$@"; }
 
-expect_error --pid 999999999 --batch
-expect_error --pid 1 --interval 0
-expect_error --pid 1 --interval soon
-expect_error --replay /etc/passwd
-expect_error --replay "$tmp/missing.trace"
-expect_error --replay /etc/passwd --pid 1
-expect_error --batch
+top_error --pid 999999999 --batch
+top_error --pid 1 --interval 0
+top_error --pid 1 --interval soon
+top_error --replay /etc/passwd
+top_error --replay "$tmp/missing.trace"
+top_error --replay /etc/passwd --pid 1
+top_error --batch
 
-"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
-mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
-"$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 2 > "$tmp/server.log" 2>&1 & spid=$!; pids+=($spid)
-sport=$(port_of "$tmp/server.log"); [ -n "$sport" ] || fail "server did not start"
-"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 2000 --connections 50 --threads 1 \
-  --duration 30 > /dev/null 2>&1 & pids+=($!)
+start_mock
+start_server --carriers 2
+start_load --rate 2000 --connections 50 --threads 1 --duration 30
 
 # Not a terminal: batch without asking; --iterations 2 gives two tables and exit 0.
 start=$SECONDS

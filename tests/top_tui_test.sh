@@ -4,17 +4,14 @@
 # the screen comes back with capture-pane. Covers rows, IO cycles, navigation, sort, filter,
 # detail, help, resize, recording with r, replay of that recording, and quit.
 set -uo pipefail
-BUILD=${BUILD:-build}
-bin=$(cd "$BUILD/bin" && pwd)
-[ "$(id -u)" = 0 ] || { echo "needs root for BPF"; exit 77; }
-command -v tmux > /dev/null || { echo "needs tmux"; exit 77; }
-tmp=$(mktemp -d /tmp/platoon-toptui.XXXXXX)
+. "$(dirname "$0")/lib/common.sh"
+bin=$(cd "$BUILD/bin" && pwd)   # absolute: the dashboard runs in tmux, in $tmp
+require_root
+require_cmd tmux
+use_tmp toptui
 sock=platoon-top-test-$$
 tm() { tmux -L "$sock" "$@"; }
-pids=()
-. "$(dirname "$0")/lib/processes.sh"
 cleanup() { tm kill-server 2>/dev/null; stop_pids; rm -rf "$tmp"; }
-trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- screen:"; tm capture-pane -p -t top 2>/dev/null; exit 1; }
 screen() { tm capture-pane -p -t top; }
 # wait_for REGEX [seconds]: poll the pane until it shows REGEX.
@@ -33,12 +30,9 @@ row = next(l for l in lines if l.split()[:2][1:] == [thread] and l.split()[0].is
 start = hdr.rfind(" ", 0, hdr.index(name)) + 1
 print(row[start:end].strip())' "$1" "$2"; }
 
-"$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$tmp/mock.log" 2>&1 & pids+=($!)
-mport=$(port_of "$tmp/mock.log"); [ -n "$mport" ] || fail "mock did not start"
-"$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 2 --poller master > "$tmp/server.log" 2>&1 & spid=$!; pids+=($spid)
-sport=$(port_of "$tmp/server.log"); [ -n "$sport" ] || fail "server did not start"
-"$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate 2000 --connections 50 --threads 1 \
-  --duration 60 > /dev/null 2>&1 & pids+=($!)
+start_mock
+start_server --carriers 2 --poller master
+start_load --rate 2000 --connections 50 --threads 1 --duration 60
 
 tm -f /dev/null new-session -d -s top -x 80 -y 24 -c "$tmp" \
   "LANG=C.UTF-8 TERM=screen-256color $bin/platoon top --pid $spid; echo TOP-EXIT=\$? > $tmp/rc; sleep 30"

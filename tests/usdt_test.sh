@@ -8,11 +8,9 @@
 # Exit 0 pass, 1 fail, 77 skip (not root, or no bpftrace).
 set -uo pipefail
 
-BUILD=${BUILD:-build}
 BIN=$(readlink -f "$BUILD/bin/runtime_bench" 2>/dev/null || true)
 PROBES="poll drain_start drain_end drain steal park unpark carrier_sleep carrier_wake"
-
-fail() { echo "FAIL: $*"; exit 1; }
+. "$(dirname "$0")/lib/common.sh"
 
 [ -n "$BIN" ] && [ -x "$BIN" ] || fail "$BUILD/bin/runtime_bench not built (make BUILD=$BUILD)"
 command -v readelf >/dev/null || fail "readelf not found (binutils)"
@@ -33,8 +31,8 @@ done
 echo "ok: all eight platoon probes have notes with semaphores"
 
 # ---- 2. live tracing ----
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: live tracing needs root"; exit 77; fi
-if ! command -v bpftrace >/dev/null; then echo "SKIP: bpftrace not installed"; exit 77; fi
+[ "$(id -u)" = 0 ] || skip "SKIP: live tracing needs root"
+require_cmd bpftrace "SKIP: bpftrace not installed"
 mountpoint -q /sys/kernel/tracing 2>/dev/null || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 ulimit -l unlimited 2>/dev/null || ulimit -l 65536 2>/dev/null || true
 

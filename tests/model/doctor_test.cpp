@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "tests/model/builders.hpp"
 #include "tui/trace/trace_reader.hpp"
 
 namespace platoon::model::doctor {
@@ -17,45 +18,8 @@ constexpr uint64_t kSec = 1'000'000'000;
 constexpr uint64_t kUs = 1'000;
 constexpr uint32_t kPid = 1200;
 
-// Two snapshots 10 s apart; threads and pairs are set on the end snapshot as deltas.
-struct Scenario {
-  Snapshot from, to;
-  Scenario(Source src = Source::bpf) {
-    from.ts_ns = 0;
-    to.ts_ns = 10 * kSec;
-    from.source = to.source = src;
-    from.fields = to.fields = src == Source::bpf ? kFieldsBpf : kFieldsProcfs;
-  }
-  // A thread busy cpu% and waiting wait% of the 10 s, with `ins` switch-ins spread over cpus.
-  ThreadSample& thread(uint32_t tid, const char* comm, double cpu, double wait, uint64_t ins = 10000,
-                       std::vector<uint64_t> cpu_ins = {}) {
-    ThreadSample base;
-    base.tid = tid;
-    base.pid = kPid;
-    base.comm = comm;
-    base.first_seen_ns = 1;
-    from.threads.push_back(base);
-    ThreadSample t = base;
-    t.run_ns = static_cast<uint64_t>(cpu / 100 * 10 * kSec);
-    t.wait_ns = static_cast<uint64_t>(wait / 100 * 10 * kSec);
-    t.switch_ins = ins;
-    t.switches_voluntary = ins;
-    t.cpu_switch_ins = cpu_ins.empty() ? std::vector<uint64_t>{0, ins} : cpu_ins;
-    to.threads.push_back(t);
-    return to.threads.back();
-  }
-  ThreadSample& carrier(uint32_t tid, const char* comm, double cpu, double wait) {
-    ThreadSample& t = thread(tid, comm, cpu, wait);
-    t.io_cycles = 100000;
-    t.io_events = 50000;
-    return t;
-  }
-  void pair(uint32_t tid, PairKind kind, uint32_t other, uint32_t other_pid, const char* comm, uint64_t count,
-            uint64_t ns) {
-    to.pairs.push_back({tid, kind, other, other_pid, comm, count, ns});
-  }
-  Window window() const { return make_window(from, to); }
-};
+using test::parse_json;  // tests/model/builders.hpp
+using test::Scenario;
 
 // Raw event records laid end to end, as a recording holds them.
 class Events {
@@ -172,12 +136,6 @@ double num(const Object& o, const char* key) {
   return v && v->number() ? *v->number() : -1;
 }
 
-rapidjson::Document parse(const std::string& s) {
-  rapidjson::Document d;
-  d.Parse(s.c_str());
-  EXPECT_FALSE(d.HasParseError()) << s;
-  return d;
-}
 
 // ---- healthy ----
 
@@ -190,7 +148,7 @@ TEST(DoctorHealthy, NoFindingsAndAnEmptyJsonList) {
   EXPECT_TRUE(d.findings.empty());
   EXPECT_EQ(d.carriers, (std::vector<std::string>{"carrier-0", "carrier-1"}));
   EXPECT_NE(text(d).find("no findings"), std::string::npos);
-  auto j = parse(json(d));
+  auto j = parse_json(json(d));
   ASSERT_TRUE(j["findings"].IsArray());
   EXPECT_EQ(j["findings"].Size(), 0u);
   EXPECT_STREQ(j["source"].GetString(), "bpf");
@@ -221,7 +179,7 @@ TEST(DoctorWaiting, PresentWithWhoPreempted) {
   EXPECT_NEAR(*(*by)[0].find("share_pct")->number(), 75.0, 0.1);
   EXPECT_NE(f->remedy.find("--pin"), std::string::npos);
 
-  auto j = parse(json(d));
+  auto j = parse_json(json(d));
   const auto& jf = j["findings"][0];
   EXPECT_STREQ(jf["id"].GetString(), "carrier_waiting");
   EXPECT_STREQ(jf["severity"].GetString(), "warn");
@@ -364,7 +322,7 @@ TEST(DoctorPlatoonEffect, NotEvaluatedWithoutRawEventsOrCarrierBatches) {
   const Diagnosis d = run(w, nullptr, in);
   ASSERT_TRUE(not_evaluated(d, "platoon_effect"));
   EXPECT_NE(text(d).find("not evaluated: platoon_effect: the recording has no raw events"), std::string::npos);
-  auto j = parse(json(d));
+  auto j = parse_json(json(d));
   EXPECT_STREQ(j["not_evaluated"][0]["id"].GetString(), "platoon_effect");
 
   Events other;  // events, but none of a carrier's batches
@@ -542,7 +500,7 @@ TEST(DoctorCompare, PinnedRunIsHealthier) {
   const std::string txt = compare_text(du, dp);
   EXPECT_NE(txt.find("healthier: B"), std::string::npos);
   EXPECT_NE(txt.find("max carrier %wait"), std::string::npos);
-  auto j = parse(compare_json(du, dp));
+  auto j = parse_json(compare_json(du, dp));
   EXPECT_STREQ(j["healthier"].GetString(), "b");
   EXPECT_EQ(j["a"]["findings"].Size(), 2u);
   EXPECT_EQ(j["b"]["findings"].Size(), 0u);

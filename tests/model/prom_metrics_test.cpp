@@ -9,31 +9,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <initializer_list>
 #include <optional>
 #include <sstream>
+#include <utility>
+
+#include "tests/model/builders.hpp"
 
 namespace platoon::model {
 namespace {
 
-constexpr uint64_t kSec = 1'000'000'000;
+using test::kSec;  // tests/model/builders.hpp
+using test::snapshot_at;
 
 ThreadSample sample(uint32_t tid, uint32_t pid, std::string comm, uint64_t run_ns = 0, uint64_t first_seen = 1) {
-  ThreadSample t;
-  t.tid = tid;
-  t.pid = pid;
-  t.comm = std::move(comm);
-  t.first_seen_ns = first_seen;
+  ThreadSample t = test::thread_sample(tid, pid, std::move(comm), first_seen);
   t.run_ns = run_ns;
   return t;
-}
-
-Snapshot snapshot_of(uint64_t ts, std::vector<ThreadSample> threads, uint32_t fields = kFieldsBpf) {
-  Snapshot s;
-  s.ts_ns = ts;
-  s.fields = fields;
-  s.source = fields == kFieldsProcfs ? Source::procfs : Source::bpf;
-  s.threads = std::move(threads);
-  return s;
 }
 
 std::string render(PromExposition& e) {
@@ -49,6 +41,13 @@ std::optional<double> value(const std::string& text, const std::string& series) 
   while (std::getline(in, line))
     if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
   return std::nullopt;
+}
+
+// Each bucket `le` (as written) of the histogram whose bucket series start with `prefix`
+// ("name{labels,le=\"") holds the cumulative count given.
+void expect_buckets(const std::string& text, const std::string& prefix,
+                    std::initializer_list<std::pair<const char*, double>> counts) {
+  for (const auto& [le, n] : counts) EXPECT_EQ(value(text, prefix + le + "\"}"), n) << prefix << le;
 }
 
 size_t lines_starting(const std::string& text, const std::string& prefix) {
@@ -74,7 +73,7 @@ TEST(PromEscape, LabelValuesAndHelp) {
 
 TEST(PromExposition, EscapesThreadAndProcessNames) {
   PromExposition e(10);
-  e.observe(snapshot_of(kSec, {sample(7, 7, "we\"ird\\na\nme", 5 * kSec)}));
+  e.observe(snapshot_at(kSec, {sample(7, 7, "we\"ird\\na\nme", 5 * kSec)}));
   const std::string text = render(e);
   EXPECT_EQ(value(text, "platoon_thread_run_seconds_total{pid=\"7\",process=\"we\\\"ird\\\\na\\nme\","
                         "thread=\"we\\\"ird\\\\na\\nme\",tid=\"7\"}"),
@@ -91,12 +90,12 @@ TEST(PromExposition, EscapesThreadAndProcessNames) {
 
 TEST(PromExposition, ProcessNameFromCallerThenLeader) {
   PromExposition e(10);
-  e.observe(snapshot_of(kSec, {sample(10, 10, "leader"), sample(11, 10, "worker")}));
+  e.observe(snapshot_at(kSec, {sample(10, 10, "leader"), sample(11, 10, "worker")}));
   EXPECT_TRUE(value(render(e), "platoon_thread_run_seconds_total{" + labels(10, "leader", "worker", 11) + "}"));
-  e.observe(snapshot_of(2 * kSec, {sample(11, 10, "worker")}), {{10, "from-proc"}});
+  e.observe(snapshot_at(2 * kSec, {sample(11, 10, "worker")}), {{10, "from-proc"}});
   EXPECT_TRUE(value(render(e), "platoon_thread_run_seconds_total{" + labels(10, "from-proc", "worker", 11) + "}"));
   // The leader gone and nothing from the caller: the name seen before stays.
-  e.observe(snapshot_of(3 * kSec, {sample(11, 10, "worker")}));
+  e.observe(snapshot_at(3 * kSec, {sample(11, 10, "worker")}));
   EXPECT_TRUE(value(render(e), "platoon_thread_run_seconds_total{" + labels(10, "from-proc", "worker", 11) + "}"));
 }
 
@@ -108,16 +107,12 @@ TEST(PromExposition, RunqueueHistogramIsCumulativeInSeconds) {
   t.runq_hist[39] = 1;   // beyond the last edge: only +Inf
   t.wait_ns = 3 * kSec / 2;
   PromExposition e(10);
-  e.observe(snapshot_of(kSec, {t}));
+  e.observe(snapshot_at(kSec, {t}));
   const std::string text = render(e);
   const std::string l = labels(5, "c", "c", 5);
   const std::string b = "platoon_thread_runqueue_latency_seconds_bucket{" + l + ",le=\"";
-  EXPECT_EQ(value(text, b + "1.024e-06\"}"), 4);
-  EXPECT_EQ(value(text, b + "4.096e-06\"}"), 6);
-  EXPECT_EQ(value(text, b + "0.001048576\"}"), 6);
-  EXPECT_EQ(value(text, b + "0.004194304\"}"), 7);
-  EXPECT_EQ(value(text, b + "1.073741824\"}"), 7);
-  EXPECT_EQ(value(text, b + "+Inf\"}"), 8);
+  expect_buckets(text, b, {{"1.024e-06", 4}, {"4.096e-06", 6}, {"0.001048576", 6}, {"0.004194304", 7},
+                           {"1.073741824", 7}, {"+Inf", 8}});
   EXPECT_EQ(value(text, "platoon_thread_runqueue_latency_seconds_count{" + l + "}"), 8);
   EXPECT_EQ(value(text, "platoon_thread_runqueue_latency_seconds_sum{" + l + "}"), 1.5);
   // Buckets never decrease, in the order written.
@@ -146,21 +141,15 @@ TEST(PromExposition, BatchHistogramsCountIntegersExactly) {
   t.drain_fibers_run = 9;
   t.steals = 1;
   PromExposition e(10);
-  e.observe(snapshot_of(kSec, {t}));
+  e.observe(snapshot_at(kSec, {t}));
   const std::string text = render(e);
   const std::string l = labels(5, "carrier-0", "carrier-0", 5);
   const std::string b = "platoon_thread_epoll_events_per_cycle_bucket{" + l + ",le=\"";
-  EXPECT_EQ(value(text, b + "0\"}"), 5);
-  EXPECT_EQ(value(text, b + "1\"}"), 8);
-  EXPECT_EQ(value(text, b + "2\"}"), 8);
-  EXPECT_EQ(value(text, b + "4\"}"), 10);
-  EXPECT_EQ(value(text, b + "63\"}"), 10);
-  EXPECT_EQ(value(text, b + "+Inf\"}"), 17);
+  expect_buckets(text, b, {{"0", 5}, {"1", 8}, {"2", 8}, {"4", 10}, {"63", 10}, {"+Inf", 17}});
   EXPECT_EQ(value(text, "platoon_thread_epoll_events_per_cycle_count{" + l + "}"), 17);
   EXPECT_EQ(value(text, "platoon_thread_epoll_events_per_cycle_sum{" + l + "}"), 499);
   const std::string d = "platoon_thread_drain_queue_depth_bucket{" + l + ",le=\"";
-  EXPECT_EQ(value(text, d + "1\"}"), 0);
-  EXPECT_EQ(value(text, d + "2\"}"), 4);
+  expect_buckets(text, d, {{"1", 0}, {"2", 4}});
   EXPECT_EQ(value(text, "platoon_thread_drain_queue_depth_sum{" + l + "}"), 8);
   EXPECT_EQ(value(text, "platoon_thread_drained_fibers_total{" + l + "}"), 9);
   EXPECT_EQ(value(text, "platoon_thread_steals_total{" + l + "}"), 1);
@@ -168,7 +157,7 @@ TEST(PromExposition, BatchHistogramsCountIntegersExactly) {
 
 TEST(PromExposition, ThreadsWithoutIoOrDrainsHaveNoSuchSeries) {
   PromExposition e(10);
-  e.observe(snapshot_of(kSec, {sample(5, 5, "idle", kSec)}));
+  e.observe(snapshot_at(kSec, {sample(5, 5, "idle", kSec)}));
   const std::string text = render(e);
   EXPECT_EQ(text.find("platoon_thread_epoll_events_per_cycle"), std::string::npos);
   EXPECT_EQ(text.find("platoon_thread_drain_queue_depth"), std::string::npos);
@@ -176,7 +165,7 @@ TEST(PromExposition, ThreadsWithoutIoOrDrainsHaveNoSuchSeries) {
 
 TEST(PromExposition, ProcfsHasNoHistogramsAndSaysWhatItLacks) {
   PromExposition e(10);
-  e.observe(snapshot_of(kSec, {sample(5, 5, "p", kSec)}, kFieldsProcfs));
+  e.observe(snapshot_at(kSec, {sample(5, 5, "p", kSec)}, kFieldsProcfs));
   PromScrapeInfo info;
   info.attach_mode = "procfs";
   const std::string text = e.render(info);
@@ -191,7 +180,7 @@ TEST(PromExposition, BoundKeepsTheBusiestAndCountsTheRest) {
   std::vector<ThreadSample> ts;
   for (uint32_t i = 0; i < 10; ++i) ts.push_back(sample(100 + i, 100, "t", (i + 1) * kSec));
   PromExposition e(3);
-  e.observe(snapshot_of(kSec, ts));
+  e.observe(snapshot_at(kSec, ts));
   const std::string text = render(e);
   EXPECT_EQ(lines_starting(text, "platoon_thread_run_seconds_total{"), 3u);
   for (uint32_t tid : {107u, 108u, 109u})
@@ -212,7 +201,7 @@ TEST(PromExposition, ExitedThreadIsFoldedOnceAndLeaves) {
   PromExposition e(10);
   ThreadSample a = sample(11, 10, "a", 2 * kSec), b = sample(12, 10, "b", 3 * kSec);
   b.switches_voluntary = 5;
-  e.observe(snapshot_of(kSec, {sample(10, 10, "main"), a, b}));
+  e.observe(snapshot_at(kSec, {sample(10, 10, "main"), a, b}));
   std::string text = render(e);
   EXPECT_EQ(value(text, "platoon_exited_threads_total{pid=\"10\",process=\"main\"}"), 0);
   EXPECT_EQ(value(text, "platoon_exited_threads_run_seconds_total{pid=\"10\",process=\"main\"}"), 0);
@@ -221,7 +210,7 @@ TEST(PromExposition, ExitedThreadIsFoldedOnceAndLeaves) {
   b.exited = true;
   b.run_ns = 4 * kSec;
   b.switches_voluntary = 6;
-  const Snapshot second = snapshot_of(2 * kSec, {sample(10, 10, "main"), a, b});
+  const Snapshot second = snapshot_at(2 * kSec, {sample(10, 10, "main"), a, b});
   e.observe(second);
   text = render(e);
   EXPECT_FALSE(value(text, "platoon_thread_run_seconds_total{" + labels(10, "main", "b", 12) + "}"));
@@ -233,7 +222,7 @@ TEST(PromExposition, ExitedThreadIsFoldedOnceAndLeaves) {
   EXPECT_EQ(value(render(e), "platoon_exited_threads_run_seconds_total{pid=\"10\",process=\"main\"}"), 4);
 
   // a vanishes without an exit report: what was last known of it is folded.
-  e.observe(snapshot_of(3 * kSec, {sample(10, 10, "main")}));
+  e.observe(snapshot_at(3 * kSec, {sample(10, 10, "main")}));
   text = render(e);
   EXPECT_EQ(value(text, "platoon_exited_threads_total{pid=\"10\",process=\"main\"}"), 2);
   EXPECT_EQ(value(text, "platoon_exited_threads_run_seconds_total{pid=\"10\",process=\"main\"}"), 6);
@@ -242,10 +231,10 @@ TEST(PromExposition, ExitedThreadIsFoldedOnceAndLeaves) {
 
 TEST(PromExposition, ReusedTidIsANewThread) {
   PromExposition e(10);
-  e.observe(snapshot_of(kSec, {sample(10, 10, "main"), sample(11, 10, "old", 5 * kSec, 100)}));
+  e.observe(snapshot_at(kSec, {sample(10, 10, "main"), sample(11, 10, "old", 5 * kSec, 100)}));
   // tid 11 now belongs to a new thread (another first_seen) with smaller counters: the old one
   // is folded, so the process total (live + exited) does not go down.
-  e.observe(snapshot_of(2 * kSec, {sample(10, 10, "main"), sample(11, 10, "new", kSec, 200)}));
+  e.observe(snapshot_at(2 * kSec, {sample(10, 10, "main"), sample(11, 10, "new", kSec, 200)}));
   const std::string text = render(e);
   EXPECT_EQ(value(text, "platoon_thread_run_seconds_total{" + labels(10, "main", "new", 11) + "}"), 1);
   EXPECT_EQ(value(text, "platoon_exited_threads_run_seconds_total{pid=\"10\",process=\"main\"}"), 5);
@@ -254,13 +243,13 @@ TEST(PromExposition, ReusedTidIsANewThread) {
 TEST(PromExposition, DeadProcessShownOnceThenDropped) {
   PromExposition e(10);
   ThreadSample t = sample(20, 20, "short", kSec);
-  e.observe(snapshot_of(kSec, {t}));
+  e.observe(snapshot_at(kSec, {t}));
   t.exited = true;
-  e.observe(snapshot_of(2 * kSec, {t}));
+  e.observe(snapshot_at(2 * kSec, {t}));
   std::string text = render(e);  // shows the final exited counters
   EXPECT_EQ(value(text, "platoon_exited_threads_run_seconds_total{pid=\"20\",process=\"short\"}"), 1);
   EXPECT_EQ(value(text, "platoon_exporter_processes"), 0);
-  e.observe(snapshot_of(3 * kSec, {}));
+  e.observe(snapshot_at(3 * kSec, {}));
   text = render(e);
   EXPECT_FALSE(value(text, "platoon_exited_threads_total{pid=\"20\",process=\"short\"}"));
   EXPECT_EQ(e.processes_tracked(), 0u);
@@ -270,10 +259,10 @@ TEST(PromExposition, DeadProcessUnscrapedIsDroppedAfterAWhile) {
   PromExposition e(10);
   ThreadSample t = sample(20, 20, "short", kSec);
   t.exited = true;
-  e.observe(snapshot_of(kSec, {t}));
-  e.observe(snapshot_of(2 * kSec, {}));
+  e.observe(snapshot_at(kSec, {t}));
+  e.observe(snapshot_at(2 * kSec, {}));
   EXPECT_EQ(e.processes_tracked(), 1u);  // not shown yet: kept for the next scrape
-  e.observe(snapshot_of(400 * kSec, {}));
+  e.observe(snapshot_at(400 * kSec, {}));
   EXPECT_EQ(e.processes_tracked(), 0u);
 }
 
@@ -296,7 +285,7 @@ TEST(PromExposition, ChurnStaysBounded) {
     ThreadSample p = sample(pid, pid, "job", 1'000'000);
     p.exited = round % 2 == 1;
     threads.push_back(p);
-    e.observe(snapshot_of(static_cast<uint64_t>(round + 1) * kSec, std::move(threads)));
+    e.observe(snapshot_at(static_cast<uint64_t>(round + 1) * kSec, std::move(threads)));
     const std::string text = render(e);
     most_series = std::max(most_series, static_cast<size_t>(*value(text, "platoon_exporter_thread_series")));
     EXPECT_LE(lines_starting(text, "platoon_thread_run_seconds_total{"), 4u);
@@ -323,7 +312,7 @@ TEST(PromExposition, PromtoolChecksCleanly) {
   ThreadSample gone = sample(6, 5, "q\"uote", kSec);
   gone.exited = true;
   PromExposition e(10);
-  e.observe(snapshot_of(kSec, {t, sample(7, 5, "back\\slash\nnl"), gone}));
+  e.observe(snapshot_at(kSec, {t, sample(7, 5, "back\\slash\nnl"), gone}));
   char path[] = "/tmp/prom_metrics_test.XXXXXX";
   const int fd = mkstemp(path);
   ASSERT_GE(fd, 0);

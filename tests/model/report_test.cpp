@@ -6,27 +6,20 @@
 #include <gtest/gtest.h>
 #include <rapidjson/document.h>
 
+#include "tests/model/builders.hpp"
+
 namespace platoon::model {
 namespace {
 
-constexpr uint64_t kSec = 1'000'000'000;
+using test::kSec;
 
-ThreadSample thread(uint32_t tid, uint32_t pid, const char* comm) {
-  ThreadSample t;
-  t.tid = tid;
-  t.pid = pid;
-  t.comm = comm;
-  t.first_seen_ns = 1;
-  return t;
-}
+using test::parse_json;  // tests/model/builders.hpp
+using test::Scenario;
 
 // A bpf window: one carrier with everything, one master-poller preempting it.
 Window bpf_window(double carrier_cpu_share = 0.71) {
-  Snapshot from, to;
-  from.ts_ns = 0;
-  to.ts_ns = 10 * kSec;
-  ThreadSample c = thread(1234, 1200, "carrier-0"), p = thread(1240, 1200, "master-poller");
-  from.threads = {c, p};
+  Scenario s;
+  ThreadSample& c = s.add(1234, "carrier-0");
   c.run_ns = static_cast<uint64_t>(carrier_cpu_share * 10 * kSec);
   c.wait_ns = 1'100'000'000;
   c.switches_voluntary = 10, c.switches_involuntary = 900, c.migrations = 412;
@@ -34,40 +27,26 @@ Window bpf_window(double carrier_cpu_share = 0.71) {
   c.runq_hist[13] = 90, c.runq_hist[19] = 10, c.runq_max_ns = 4'000'000;
   c.io_cycles = 247000, c.io_events = 988000, c.io_events_hist[0] = 1000, c.io_events_hist[1] = 5000;
   c.drains = 240000, c.drain_depth_sum = 1920000, c.drain_depth_hist[0] = 10, c.drain_depth_hist[1] = 200;
-  p.run_ns = kSec;
-  to.threads = {c, p};
-  to.pairs = {{1234, PairKind::preempted_by, 1240, 1200, "master-poller", 300, 90'000'000},
-              {1234, PairKind::woken_by, 1240, 1200, "master-poller", 5000, 0}};
-  return make_window(from, to);
+  s.add(1240, "master-poller").run_ns = kSec;
+  s.pair(1234, PairKind::preempted_by, 1240, 1200, "master-poller", 300, 90'000'000);
+  s.pair(1234, PairKind::woken_by, 1240, 1200, "master-poller", 5000, 0);
+  return s.window();
 }
 
 Window procfs_window(std::vector<std::pair<const char*, double>> threads, uint32_t first_tid = 100) {
-  Snapshot from, to;
-  from.source = to.source = Source::procfs;
-  from.fields = to.fields = kFieldsProcfs;
-  to.ts_ns = kSec;
-  uint32_t tid = first_tid;
+  Scenario s(Source::procfs, kSec);
   for (auto [comm, cpu] : threads) {
-    ThreadSample t = thread(tid, first_tid, comm);
-    from.threads.push_back(t);
+    const uint32_t tid = first_tid + static_cast<uint32_t>(s.to.threads.size());
+    ThreadSample& t = s.add(tid, comm, first_tid);
     t.run_ns = static_cast<uint64_t>(cpu * kSec);
     t.switches_voluntary = tid;
-    to.threads.push_back(t);
-    ++tid;
   }
-  return make_window(from, to);
-}
-
-rapidjson::Document parse(const std::string& s) {
-  rapidjson::Document d;
-  d.Parse(s.c_str());
-  EXPECT_FALSE(d.HasParseError()) << s;
-  return d;
+  return s.window();
 }
 
 TEST(ReportJson, ArchitectureKeysPresentAndTyped) {
   Window w = bpf_window();
-  rapidjson::Document d = parse(report_json(header_for(w, "run.platoon"), w));
+  rapidjson::Document d = parse_json(report_json(header_for(w, "run.platoon"), w));
   ASSERT_TRUE(d.IsObject());
   EXPECT_DOUBLE_EQ(d["duration_s"].GetDouble(), 10.0);
   EXPECT_STREQ(d["source"].GetString(), "bpf");
@@ -114,7 +93,7 @@ TEST(ReportJson, ArchitectureKeysPresentAndTyped) {
   EXPECT_EQ(d["fields_missing"].Size(), 0u);
   EXPECT_EQ(d["processes"][0]["threads"].GetUint(), 2u);
   // Compact output parses to the same document.
-  rapidjson::Document c = parse(report_json(header_for(w), w, {.pretty = false}));
+  rapidjson::Document c = parse_json(report_json(header_for(w), w, {.pretty = false}));
   EXPECT_EQ(c["threads"][0]["io"]["cycles"].GetUint64(), 247000u);
 }
 
@@ -123,7 +102,7 @@ TEST(ReportJson, ProcfsLeavesOutAndNamesWhatItLacks) {
   ReportHeader h = header_for(w, "x");
   h.attach_mode = "pid";
   h.notes = {"procfs fallback: no BPF privileges"};
-  rapidjson::Document d = parse(report_json(h, w));
+  rapidjson::Document d = parse_json(report_json(h, w));
   EXPECT_STREQ(d["source"].GetString(), "procfs");
   const auto& t = d["threads"][0];
   for (const char* k : {"cpu_distribution", "runq_latency_us", "io", "drain", "preempted_by", "woken_by"}) {
@@ -161,7 +140,7 @@ TEST(ReportText, ShowsTheFortyBusiestOfABigProcess) {
   EXPECT_NE(s.find("5 less busy threads left out"), std::string::npos) << s;
   EXPECT_EQ(s.find("     100      100  worker"), std::string::npos);  // the idle ones went
   EXPECT_NE(s.find("     100      144  worker"), std::string::npos);
-  rapidjson::Document d = parse(report_json(header_for(w), w));
+  rapidjson::Document d = parse_json(report_json(header_for(w), w));
   EXPECT_EQ(d["threads"].Size(), 45u);  // JSON keeps all
 }
 
@@ -192,7 +171,7 @@ TEST(Compare, JsonAndTextRatios) {
   Window a = bpf_window(0.5), b = bpf_window(0.75);
   Window z = procfs_window({{"carrier-0", 0.0}});
   ReportHeader ha = header_for(a, "unpinned"), hb = header_for(b, "pinned");
-  rapidjson::Document d = parse(compare_json({ha, a}, {hb, b}));
+  rapidjson::Document d = parse_json(compare_json({ha, a}, {hb, b}));
   ASSERT_TRUE(d["a"].IsObject());
   ASSERT_TRUE(d["b"].IsObject());
   EXPECT_STREQ(d["a"]["file"].GetString(), "unpinned");
@@ -205,7 +184,7 @@ TEST(Compare, JsonAndTextRatios) {
 
   // A = 0 %CPU: the ratio is null in JSON and "-" in text; procfs B has no runq p99 at all.
   ReportHeader hz = header_for(z, "idle");
-  rapidjson::Document dz = parse(compare_json({hz, z}, {hb, b}));
+  rapidjson::Document dz = parse_json(compare_json({hz, z}, {hb, b}));
   EXPECT_TRUE(dz["ratios"]["threads"][0]["cpu_pct"].IsNull());
   EXPECT_TRUE(dz["ratios"]["threads"][0]["runq_p99_us"].IsNull());
   std::string s = compare_text({hz, z}, {hb, b});

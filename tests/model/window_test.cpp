@@ -4,28 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/model/builders.hpp"
+
 namespace platoon::model {
 namespace {
 
-constexpr uint64_t kSec = 1'000'000'000;
-
-ThreadSample thread(uint32_t tid, uint32_t pid, const char* comm, uint64_t first_seen = 1) {
-  ThreadSample t;
-  t.tid = tid;
-  t.pid = pid;
-  t.comm = comm;
-  t.first_seen_ns = first_seen;
-  return t;
-}
-
-Snapshot snap(uint64_t ts, std::vector<ThreadSample> threads, uint32_t fields = kFieldsBpf) {
-  Snapshot s;
-  s.ts_ns = ts;
-  s.fields = fields;
-  s.source = fields == kFieldsProcfs ? Source::procfs : Source::bpf;
-  s.threads = std::move(threads);
-  return s;
-}
+using test::kSec;  // tests/model/builders.hpp
+using test::snapshot_at;
+using test::thread_sample;
 
 const ThreadWindow* find(const Window& w, uint32_t tid) {
   for (const auto& t : w.threads) {
@@ -64,7 +50,7 @@ TEST(Histogram, LinearSlots) {
 }
 
 TEST(Window, RatesAndShares) {
-  ThreadSample a = thread(10, 10, "carrier-0");
+  ThreadSample a = thread_sample(10, 10, "carrier-0");
   ThreadSample b = a;
   a.run_ns = kSec / 2, b.run_ns = 3 * kSec / 2;           // +1 s over 2 s: 50%
   a.wait_ns = kSec / 5, b.wait_ns = 3 * kSec / 5;         // +0.4 s: 20%
@@ -72,7 +58,7 @@ TEST(Window, RatesAndShares) {
   a.switches_involuntary = 0, b.switches_involuntary = 50;
   a.migrations = 7, b.migrations = 17;
   a.cpu_switch_ins = {5, 5}, b.cpu_switch_ins = {35, 15, 20};  // +30, +10, +20
-  Window w = make_window(snap(1 * kSec, {a}), snap(3 * kSec, {b}));
+  Window w = make_window(snapshot_at(1 * kSec, {a}), snapshot_at(3 * kSec, {b}));
   ASSERT_EQ(w.threads.size(), 1u);
   const ThreadWindow& t = w.threads[0];
   EXPECT_DOUBLE_EQ(w.wall_s, 2);
@@ -95,13 +81,13 @@ TEST(Window, RatesAndShares) {
 }
 
 TEST(Window, ReusedTidIsANewThread) {
-  ThreadSample old = thread(5, 5, "old", 100);
+  ThreadSample old = thread_sample(5, 5, "old", 100);
   old.run_ns = 10 * kSec;
   old.switches_voluntary = 1000;
-  ThreadSample fresh = thread(5, 5, "fresh", 200);
+  ThreadSample fresh = thread_sample(5, 5, "fresh", 200);
   fresh.run_ns = kSec / 10;
   fresh.switches_voluntary = 3;
-  Window w = make_window(snap(0, {old}), snap(kSec, {fresh}));
+  Window w = make_window(snapshot_at(0, {old}), snapshot_at(kSec, {fresh}));
   ASSERT_EQ(w.threads.size(), 1u);
   EXPECT_TRUE(w.threads[0].born);
   EXPECT_EQ(w.threads[0].comm, "fresh");
@@ -110,12 +96,12 @@ TEST(Window, ReusedTidIsANewThread) {
 }
 
 TEST(Window, BornAndExitedInsideUsesTheWindowsWallTime) {
-  ThreadSample t = thread(7, 1, "short", 5 * kSec);
+  ThreadSample t = thread_sample(7, 1, "short", 5 * kSec);
   t.run_ns = kSec / 4;
   t.exited = true;
-  ThreadSample gone = thread(8, 1, "gone");
+  ThreadSample gone = thread_sample(8, 1, "gone");
   gone.exited = true;
-  Window w = make_window(snap(4 * kSec, {gone}), snap(6 * kSec, {t, gone}));
+  Window w = make_window(snapshot_at(4 * kSec, {gone}), snapshot_at(6 * kSec, {t, gone}));
   ASSERT_EQ(w.threads.size(), 1u);  // "gone" had exited before the window
   const ThreadWindow& tw = w.threads[0];
   EXPECT_TRUE(tw.born);
@@ -124,11 +110,11 @@ TEST(Window, BornAndExitedInsideUsesTheWindowsWallTime) {
 }
 
 TEST(Window, RecordingKeepsThreadsThatVanishedInBetween) {
-  ThreadSample a0 = thread(1, 1, "main"), a1 = a0, a2 = a0;
+  ThreadSample a0 = thread_sample(1, 1, "main"), a1 = a0, a2 = a0;
   a1.run_ns = kSec, a2.run_ns = 2 * kSec;
-  ThreadSample w1 = thread(2, 1, "worker", 2 * kSec);  // born after the first, gone before the last
+  ThreadSample w1 = thread_sample(2, 1, "worker", 2 * kSec);  // born after the first, gone before the last
   w1.run_ns = kSec / 2;
-  std::vector<Snapshot> rec = {snap(0, {a0}), snap(kSec * 3, {a1, w1}), snap(kSec * 4, {a2})};
+  std::vector<Snapshot> rec = {snapshot_at(0, {a0}), snapshot_at(kSec * 3, {a1, w1}), snapshot_at(kSec * 4, {a2})};
   Window w = make_window(std::span<const Snapshot>(rec));
   EXPECT_DOUBLE_EQ(w.wall_s, 4);
   ASSERT_EQ(w.threads.size(), 2u);
@@ -146,23 +132,23 @@ TEST(Window, StreamedRecordingEqualsTheWholeRecording) {
   std::vector<Snapshot> rec;
   for (uint64_t i = 0; i < 8; ++i) {
     std::vector<ThreadSample> ts;
-    ThreadSample main = thread(1, 1, "main");
+    ThreadSample main = thread_sample(1, 1, "main");
     main.run_ns = i * kSec / 2;
     main.wait_ns = i * 1000;
     ts.push_back(main);
     if (i >= 2 && i <= 4) {  // born at 2, vanishes after 4 without an exit sample
-      ThreadSample w = thread(2, 1, "worker", 2 * kSec);
+      ThreadSample w = thread_sample(2, 1, "worker", 2 * kSec);
       w.run_ns = (i - 1) * 7000;
       w.switches_voluntary = i;
       ts.push_back(w);
     }
     if (i >= 1 && i <= 6) {  // exits at 6 (reported once with exited)
-      ThreadSample e = thread(3, 1, "short", kSec);
+      ThreadSample e = thread_sample(3, 1, "short", kSec);
       e.run_ns = i * 11;
       e.exited = i == 6;
       ts.push_back(e);
     }
-    Snapshot s = snap(i * kSec, ts);
+    Snapshot s = snapshot_at(i * kSec, ts);
     if (i >= 2 && i <= 4) s.pairs.push_back({2, PairKind::woken_by, 1, 1, "main", i * 3, 0});
     rec.push_back(std::move(s));
   }
@@ -194,26 +180,26 @@ TEST(Window, StreamedRecordingEqualsTheWholeRecording) {
 }
 
 TEST(Window, RunqMaxBelongsToTheWindowOnlyWhenItGrew) {
-  ThreadSample a = thread(1, 1, "t"), b = a;
+  ThreadSample a = thread_sample(1, 1, "t"), b = a;
   a.runq_max_ns = b.runq_max_ns = 5000;
   b.runq_hist[10] = 4;  // four samples in [1024, 2048) inside the window
-  Window w = make_window(snap(0, {a}), snap(kSec, {b}));
+  Window w = make_window(snapshot_at(0, {a}), snapshot_at(kSec, {b}));
   ASSERT_TRUE(w.threads[0].runq);
   EXPECT_DOUBLE_EQ(w.threads[0].runq->max_us, 2.048);  // bounded by the slot, not the old 5 µs
   b.runq_max_ns = 1900;
   a.runq_max_ns = 1000;
-  w = make_window(snap(0, {a}), snap(kSec, {b}));
+  w = make_window(snapshot_at(0, {a}), snapshot_at(kSec, {b}));
   EXPECT_DOUBLE_EQ(w.threads[0].runq->max_us, 1.9);
   EXPECT_DOUBLE_EQ(w.threads[0].runq->p99_us, 1.9);  // clamped to the max
 }
 
 TEST(Window, IoAndDrain) {
-  ThreadSample a = thread(1, 1, "carrier-0"), b = a;
+  ThreadSample a = thread_sample(1, 1, "carrier-0"), b = a;
   b.io_cycles = 100, b.io_events = 400, b.io_blocked_ns = kSec / 2;
   b.io_events_hist[2] = 50, b.io_events_hist[6] = 50;
   b.drains = 40, b.drain_depth_sum = 320, b.drain_fibers_run = 400, b.steals = 3;
   b.drain_depth_hist[8] = 40;
-  Window w = make_window(snap(0, {a}), snap(kSec, {b}));
+  Window w = make_window(snapshot_at(0, {a}), snapshot_at(kSec, {b}));
   const ThreadWindow& t = w.threads[0];
   ASSERT_TRUE(t.io);
   EXPECT_DOUBLE_EQ(t.io->events_per_cycle, 4);
@@ -229,10 +215,10 @@ TEST(Window, IoAndDrain) {
 }
 
 TEST(Window, FieldMaskHidesWhatTheSourceLacks) {
-  ThreadSample a = thread(1, 1, "t"), b = a;
+  ThreadSample a = thread_sample(1, 1, "t"), b = a;
   b.io_cycles = 10;
   b.cpu_switch_ins = {1};
-  Window w = make_window(snap(0, {a}, kFieldsProcfs), snap(kSec, {b}, kFieldsProcfs));
+  Window w = make_window(snapshot_at(0, {a}, kFieldsProcfs), snapshot_at(kSec, {b}, kFieldsProcfs));
   EXPECT_EQ(w.source, Source::procfs);
   EXPECT_TRUE(w.has(kFieldRunWait));
   EXPECT_FALSE(w.has(kFieldRunqHist));
@@ -242,8 +228,8 @@ TEST(Window, FieldMaskHidesWhatTheSourceLacks) {
 }
 
 TEST(Window, TopPeersFromPairDeltas) {
-  Snapshot from = snap(0, {thread(1, 1, "carrier-0")});
-  Snapshot to = snap(kSec, {thread(1, 1, "carrier-0")});
+  Snapshot from = snapshot_at(0, {thread_sample(1, 1, "carrier-0")});
+  Snapshot to = snapshot_at(kSec, {thread_sample(1, 1, "carrier-0")});
   for (uint32_t other = 100; other < 107; ++other) {
     PairSample p{1, PairKind::preempted_by, other, 50, "other-" + std::to_string(other), 10, 1000};
     from.pairs.push_back(p);
@@ -273,11 +259,11 @@ TEST(Window, TopPeersFromPairDeltas) {
 }
 
 TEST(Window, ProcessTotalsAndLosses) {
-  ThreadSample m = thread(10, 10, "server"), c = thread(11, 10, "carrier-0"), o = thread(20, 20, "other");
-  Snapshot from = snap(0, {m, c, o});
+  ThreadSample m = thread_sample(10, 10, "server"), c = thread_sample(11, 10, "carrier-0"), o = thread_sample(20, 20, "other");
+  Snapshot from = snapshot_at(0, {m, c, o});
   m.run_ns = kSec / 10, c.run_ns = kSec / 2, o.run_ns = kSec;
   c.switches_involuntary = 40;
-  Snapshot to = snap(kSec, {m, c, o});
+  Snapshot to = snapshot_at(kSec, {m, c, o});
   from.lost_events_per_cpu = {1, 2};
   to.lost_events_per_cpu = {5, 2, 7};
   to.untracked_threads = 4;
@@ -295,9 +281,9 @@ TEST(Window, ProcessTotalsAndLosses) {
 }
 
 TEST(Window, ZeroWallAndShrinkingCountersStaySane) {
-  ThreadSample a = thread(1, 1, "t"), b = a;
+  ThreadSample a = thread_sample(1, 1, "t"), b = a;
   a.run_ns = 5 * kSec;  // a producer reset: the end is smaller
-  Window w = make_window(snap(kSec, {a}), snap(kSec, {b}));
+  Window w = make_window(snapshot_at(kSec, {a}), snapshot_at(kSec, {b}));
   EXPECT_EQ(w.threads[0].delta.run_ns, 0u);
   EXPECT_EQ(w.threads[0].cpu_pct, 0);
 }

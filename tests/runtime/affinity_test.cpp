@@ -18,11 +18,10 @@
 
 #include "runtime/runtime.hpp"
 #include "runtime/sync.hpp"
-
-namespace rt = platoon::rt;
-using namespace std::chrono_literals;
+#include "tests/runtime/support.hpp"
 
 namespace {
+using namespace platoon::test;  // rt, Clock, chrono literals, waits, Watchdog: support.hpp
 
 pid_t gettid_now() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
@@ -69,15 +68,6 @@ struct Pair {
   std::atomic<int> done{0};      // sides past their last unpark()
 };
 
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
-
 }  // namespace
 
 TEST(AffinityTest, NoFiberLeavesItsHomeWithoutStealing) {
@@ -93,10 +83,7 @@ TEST(AffinityTest, NoFiberLeavesItsHomeWithoutStealing) {
   auto pairs = std::make_unique<Pair[]>(kPairs);
   rt::Channel<int> ch01(16), ch10(16);
 
-  rt::Options o;
-  o.carriers = 2;
-  o.work_stealing = false;
-  rt::Runtime runtime(o);
+  rt::Runtime runtime(stealing_carriers(false));
   for (const auto& t : runtime.threads()) {
     if (t.name.rfind("carrier-0", 0) == 0) ck.carrier_tid[0] = t.tid;
     if (t.name.rfind("carrier-1", 0) == 0) ck.carrier_tid[1] = t.tid;
@@ -270,10 +257,7 @@ TEST(AffinityTest, OutsideUnparksResumeAtHome) {
   auto slots = std::make_unique<Slot[]>(kFibers);
   std::atomic<bool> stop{false};
 
-  rt::Options o;
-  o.carriers = 2;
-  o.work_stealing = false;
-  rt::Runtime runtime(o);
+  rt::Runtime runtime(stealing_carriers(false));
   for (const auto& t : runtime.threads()) {
     if (t.name.rfind("carrier-0", 0) == 0) ck.carrier_tid[0] = t.tid;
     if (t.name.rfind("carrier-1", 0) == 0) ck.carrier_tid[1] = t.tid;

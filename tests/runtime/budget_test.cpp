@@ -26,19 +26,8 @@
 #include "runtime/runtime.hpp"
 #include "tests/runtime/support.hpp"
 
-namespace rt = platoon::rt;
-using namespace std::chrono_literals;
-
 namespace {
-using platoon::test::mono_ns;
-using platoon::test::spin_for_ns;
-using platoon::test::Signal;
-
-using platoon::test::kSanitized;
-
-
-
-
+using namespace platoon::test;  // rt, Clock, chrono literals, waits, Watchdog: support.hpp
 
 struct Obs {
   uint64_t now_ns;

@@ -25,30 +25,14 @@
 #include "tests/runtime/support.hpp"
 
 namespace {
-
-using platoon::test::kSanitized;
-using platoon::test::Watchdog;
-using platoon::test::wait_until;
-using platoon::test::join_within;
-
-namespace rt = platoon::rt;
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
+using namespace platoon::test;  // rt, Clock, chrono literals, waits, Watchdog: support.hpp
 
 // Aborts the whole run if a test outlives `limit`: a hang must be a failure, never a stuck run.
 
 // Polls `pred` from an OS thread until it holds or `timeout` passes.
 
-
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-rt::Options two_carriers() {
-  rt::Options o;
-  o.carriers = 2;
-  return o;
 }
 
 std::vector<char> pattern(size_t n, uint32_t seed) {
@@ -166,7 +150,7 @@ TEST(IoTest, EchoManyClientsManySizesAcrossTwoCarriers) {
   std::mutex err_mu;
   std::vector<std::string> client_errors;
   std::atomic<int> carriers_used_mask{0};
-  rt::Runtime r(two_carriers());
+  rt::Runtime r(carrier_mode());
   CloseBeforeRuntimeEnds close_listener{server.listener};
   ASSERT_TRUE(server.start(r, 0));
 
@@ -266,11 +250,8 @@ TEST(IoTest, PeerCloseGivesEofAndWriteAfterResetFails) {
   Watchdog dog(30s);
   std::atomic<int> read_n{-2}, read_err{-1}, accepted{0};
   std::atomic<int> write_err{0};
-  rt::Runtime r(two_carriers());
-  int err = 0;
-  auto listener = std::make_shared<rt::Socket>(rt::Socket::listen_tcp("127.0.0.1", 0, false, err));
-  ASSERT_EQ(err, 0);
-  const uint16_t port = listener->local_port();
+  rt::Runtime r(carrier_mode());
+  LISTEN_LOOPBACK(listener, port);
   // Server on carrier 1: accept, then close at once.
   auto srv = r.spawn_joinable(
       [&] {
@@ -314,11 +295,8 @@ TEST(IoTest, ReadTimeoutReturnsEtimedoutAfterTheTimeout) {
   std::atomic<bool> late_data_ok{false};
   std::atomic<double> late_data_ms{-1};
   std::atomic<bool> release{false};
-  rt::Runtime r(two_carriers());
-  int err = 0;
-  auto listener = std::make_shared<rt::Socket>(rt::Socket::listen_tcp("127.0.0.1", 0, false, err));
-  ASSERT_EQ(err, 0);
-  const uint16_t port = listener->local_port();
+  rt::Runtime r(carrier_mode());
+  LISTEN_LOOPBACK(listener, port);
   // Server: accepts, keeps quiet while the client times out, then sends one byte late.
   auto srv = r.spawn_joinable(
       [&] {
@@ -391,11 +369,8 @@ TEST(IoTest, WriteTimeoutWhenPeerDoesNotRead) {
   std::atomic<long long> wn{-1};
   std::atomic<double> wms{-1};
   std::atomic<bool> done{false};
-  rt::Runtime r(two_carriers());
-  int err = 0;
-  auto listener = std::make_shared<rt::Socket>(rt::Socket::listen_tcp("127.0.0.1", 0, false, err));
-  ASSERT_EQ(err, 0);
-  const uint16_t port = listener->local_port();
+  rt::Runtime r(carrier_mode());
+  LISTEN_LOOPBACK(listener, port);
   auto srv = r.spawn_joinable(
       [&] {
         int e = 0;
@@ -444,7 +419,7 @@ TEST(IoTest, ConnectToClosedPortIsRefused) {
   std::atomic<bool> valid[2] = {true, true};
   std::atomic<double> ms[2] = {-1, -1};
   {
-    rt::Runtime r(two_carriers());
+    rt::Runtime r(carrier_mode());
     std::vector<rt::JoinHandle> hs;
     for (int c = 0; c < 2; ++c)
       hs.push_back(r.spawn_joinable(
@@ -473,11 +448,8 @@ TEST(IoTest, AcceptTimeout) {
   std::atomic<bool> avalid{true};
   std::atomic<double> ams{-1};
   std::atomic<int> later_err{-1};
-  rt::Runtime r(two_carriers());
-  int err = 0;
-  auto listener = std::make_shared<rt::Socket>(rt::Socket::listen_tcp("127.0.0.1", 0, false, err));
-  ASSERT_EQ(err, 0);
-  const uint16_t port = listener->local_port();
+  rt::Runtime r(carrier_mode());
+  LISTEN_LOOPBACK(listener, port);
   auto h = r.spawn_joinable(
       [&] {
         const auto t0 = Clock::now();
@@ -512,7 +484,7 @@ TEST(IoTest, SleepForIsPrecise) {
   constexpr int kSleeps = 300;
   const auto d = 200us;
   std::vector<double> us0, us1;
-  rt::Runtime r(two_carriers());
+  rt::Runtime r(carrier_mode());
   auto sleeper = [&](std::vector<double>& out) {
     out.reserve(kSleeps);
     for (int i = 0; i < kSleeps; ++i) {
@@ -542,7 +514,7 @@ TEST(IoTest, ZeroAndNegativeSleepYield) {
   Watchdog dog(30s);
   std::atomic<int> turns{0};
   std::atomic<bool> interleaved{false};
-  rt::Runtime r(two_carriers());
+  rt::Runtime r(carrier_mode());
   // Two fibers in one carrier's run queue: sleep_for(0) and sleep_for(<0) must yield to the
   // other (not block, not spin). `a` is spawned from `b` with here() so both are in the local
   // run queue (a fiber still in the inbox is only picked up at the next drain).

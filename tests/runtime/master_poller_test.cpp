@@ -32,25 +32,9 @@
 #include "tests/runtime/support.hpp"
 
 namespace {
-using platoon::test::epoll_fd_of_thread;
-using platoon::test::epoll_targets;
-using platoon::test::fd_target;
-
-using platoon::test::kSanitized;
-using platoon::test::Watchdog;
-using platoon::test::wait_until;
-using platoon::test::join_within;
-
-namespace rt = platoon::rt;
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-
-
-
+using namespace platoon::test;  // rt, Clock, chrono literals, waits, Watchdog: support.hpp
 
 // ---- /proc helpers ----
-
 
 std::vector<int> open_fds() {
   std::vector<int> out;
@@ -74,7 +58,6 @@ std::vector<int> fds_of_kind(const std::string& prefix) {
   return out;
 }
 
-
 std::string set_str(const std::set<int>& s) {
   std::string out = "{";
   for (int x : s) out += (out.size() > 1 ? "," : "") + std::to_string(x) + "=" + fd_target(x);
@@ -85,21 +68,6 @@ const rt::ThreadInfo* thread_named(const std::vector<rt::ThreadInfo>& ts, const 
   for (const auto& t : ts)
     if (t.name == name) return &t;
   return nullptr;
-}
-
-std::vector<std::string> all_task_comms() {
-  std::vector<std::string> out;
-  DIR* d = opendir("/proc/self/task");
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream f(std::string("/proc/self/task/") + e->d_name + "/comm");
-    std::string s;
-    std::getline(f, s);
-    out.push_back(s);
-  }
-  closedir(d);
-  return out;
 }
 
 rt::Options master_mode(int carriers = 2) {
@@ -229,9 +197,7 @@ TEST(MasterPollerTest, MasterPollerThreadExistsOnlyInMasterMode) {
     EXPECT_EQ(r.options().poller, rt::PollerMode::master);
   }
   {
-    rt::Options o;
-    o.carriers = 2;
-    rt::Runtime r(o);
+    rt::Runtime r(carrier_mode());
     EXPECT_EQ(thread_named(r.threads(), "master-poller"), nullptr);
     const auto comms = all_task_comms();
     EXPECT_EQ(std::count(comms.begin(), comms.end(), "master-poller"), 0);
@@ -370,10 +336,7 @@ TEST(MasterPollerTest, EchoWorksAndReadinessIsDeliveredToTheHomeCarrier) {
     if (rt::this_fiber::carrier_index() != home) not_home.fetch_add(1);
     if (home < 0 || static_cast<pid_t>(gettid()) != carrier_tid[static_cast<size_t>(home)]) wrong_thread.fetch_add(1);
   };
-  int err = 0;
-  auto listener = std::make_shared<rt::Socket>(rt::Socket::listen_tcp("127.0.0.1", 0, false, err));
-  ASSERT_EQ(err, 0);
-  const uint16_t port = listener->local_port();
+  LISTEN_LOOPBACK(listener, port);
   auto acceptor = r.spawn_joinable(
       [&, listener] {
         int next = 0;

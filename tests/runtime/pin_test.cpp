@@ -27,15 +27,7 @@
 #include "runtime/topology.hpp"
 
 namespace {
-
-using platoon::test::Watchdog;
-using platoon::test::wait_until;
-
-namespace rt = platoon::rt;
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-
+using namespace platoon::test;  // rt, Clock, chrono literals, waits, Watchdog: support.hpp
 
 std::vector<int> cpus_of(const cpu_set_t& set) {
   std::vector<int> v;
@@ -53,13 +45,6 @@ std::vector<int> affinity_of(pid_t tid) {
 }
 
 std::vector<int> my_affinity() { return affinity_of(0); }
-
-std::string comm_of(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/comm");
-  std::string s;
-  std::getline(f, s);
-  return s;
-}
 
 // Field 19 (nice) of /proc/self/task/<tid>/stat; the name in field 2 may hold spaces.
 int stat_nice_of(pid_t tid) {

@@ -36,40 +36,9 @@
 #include "runtime/sync.hpp"
 
 namespace {
-using platoon::test::epoll_fd_of_thread;
-using platoon::test::epoll_targets;
-using platoon::test::fd_target;
-
-using platoon::test::kSanitized;
-using platoon::test::Watchdog;
-using platoon::test::wait_until;
-using platoon::test::join_within;
-using platoon::test::join_all_within;
-
-namespace rt = platoon::rt;
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
+using namespace platoon::test;  // rt, Clock, chrono literals, waits, Watchdog: support.hpp
 
 pid_t my_tid() { return static_cast<pid_t>(gettid()); }
-
-std::string comm_of(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/comm");
-  std::string s;
-  std::getline(f, s);
-  return s;
-}
-
-std::vector<std::string> all_task_comms() {
-  std::vector<std::string> out;
-  DIR* d = opendir("/proc/self/task");
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    out.push_back(comm_of(std::atoi(e->d_name)));
-  }
-  closedir(d);
-  return out;
-}
 
 struct Tids {
   std::vector<pid_t> loops, workers;
@@ -87,14 +56,6 @@ Tids tids_of(const rt::Runtime& r) {
   return t;
 }
 
-rt::Options pool(int loops = 2, int workers = 2) {
-  rt::Options o;
-  o.scheduler = rt::Scheduler::pool;
-  o.carriers = loops;
-  o.workers = workers;
-  return o;
-}
-
 // Busy work that the compiler cannot drop.
 uint64_t spin_for(std::chrono::microseconds d) {
   const auto end = Clock::now() + d;
@@ -108,7 +69,7 @@ uint64_t spin_for(std::chrono::microseconds d) {
 
 TEST(PoolTest, ThreadsAreNamedEventloopWorkerAndMasterPoller) {
   Watchdog dog(30s);
-  rt::Runtime r(pool(2, 3));
+  rt::Runtime r(pool_mode(2, 3));
   EXPECT_EQ(r.carrier_count(), 2);
   EXPECT_EQ(r.worker_count(), 3);
   const auto ts = r.threads();
@@ -126,7 +87,7 @@ TEST(PoolTest, ThreadsAreNamedEventloopWorkerAndMasterPoller) {
   ASSERT_EQ(st.size(), 5u);
   for (size_t i = 0; i < st.size(); ++i) EXPECT_EQ(st[i].name, names[i]);
   // workers = 0: as many workers as event loops. The pool always has a master poller.
-  rt::Runtime r2(pool(2, 0));
+  rt::Runtime r2(pool_mode(2, 0));
   EXPECT_EQ(r2.worker_count(), 2);
   EXPECT_NE(tids_of(r2).master, 0);
 }
@@ -138,7 +99,7 @@ TEST(PoolTest, PoolFibersRunOnMoreThanOneWorker) {
   std::set<pid_t> ran_on;
   std::atomic<int> bad_index{0}, done{0};
   std::atomic<uint64_t> sink{0};
-  rt::Runtime r(pool(1, 2));
+  rt::Runtime r(pool_mode(1, 2));
   const Tids t = tids_of(r);
   ASSERT_EQ(t.workers.size(), 2u);
   std::vector<rt::JoinHandle> hs;
@@ -177,7 +138,7 @@ TEST(PoolTest, PoolFibersRunOnMoreThanOneWorker) {
 TEST(PoolTest, FibersSpawnedOnAnEventLoopStayThere) {
   Watchdog dog(30s);
   std::atomic<int> strays{0}, finished{0};
-  rt::Runtime r(pool(2, 2));
+  rt::Runtime r(pool_mode(2, 2));
   const Tids t = tids_of(r);
   ASSERT_EQ(t.loops.size(), 2u);
   rt::Mutex mu;  // contended across loops and workers: parks and unparks from other threads
@@ -242,7 +203,7 @@ TEST(PoolTest, FibersSpawnedOnAnEventLoopStayThere) {
 
 TEST(PoolTest, HandoffFromAnEventLoopFiberLandsOnAWorker) {
   Watchdog dog(30s);
-  rt::Runtime r(pool(2, 2));
+  rt::Runtime r(pool_mode(2, 2));
   const Tids t = tids_of(r);
   const auto workers = t.worker_set();
   std::mutex mu;
@@ -322,7 +283,7 @@ TEST(PoolTest, CarrierModeHandoffStaysOnTheCurrentCarrier) {
 
 TEST(PoolTest, PlacementErrors) {
   Watchdog dog(30s);
-  rt::Runtime r(pool(1, 2));
+  rt::Runtime r(pool_mode(1, 2));
   EXPECT_THROW(r.spawn([] {}, rt::on_carrier(1)), std::out_of_range);
   EXPECT_THROW(r.spawn([] {}, rt::on_carrier(-1)), std::out_of_range);
   EXPECT_THROW(r.spawn([] {}, rt::here()), std::logic_error) << "the test thread is not on a carrier";
@@ -350,7 +311,7 @@ TEST(PoolTest, PoolFiberIoGoesThroughTheMasterPoller) {
   std::set<int> fds;
   std::set<const void*> bases;
   std::set<pid_t> tids;
-  rt::Runtime r(pool(2, 2));
+  rt::Runtime r(pool_mode(2, 2));
   const Tids t = tids_of(r);
   auto note = [&](rt::Socket& s) {
     // Nothing more will arrive: this read parks (registering the fd if no earlier call had to)
@@ -366,10 +327,7 @@ TEST(PoolTest, PoolFiberIoGoesThroughTheMasterPoller) {
     holding.fetch_add(1);
     while (!release.load()) rt::this_fiber::sleep_for(2ms);
   };
-  int err = 0;
-  auto listener = std::make_shared<rt::Socket>(rt::Socket::listen_tcp("127.0.0.1", 0, false, err));
-  ASSERT_EQ(err, 0);
-  const uint16_t port = listener->local_port();
+  LISTEN_LOOPBACK(listener, port);
   std::vector<rt::JoinHandle> hs;
   hs.push_back(r.spawn_joinable([&, listener] {
     std::vector<rt::JoinHandle> servers;
@@ -462,11 +420,8 @@ TEST(PoolTest, FullDuplexPoolFibersOnOneSocket) {
   const size_t kBytes = kSanitized ? 512 * 1024 : 2 * 1024 * 1024;
   std::atomic<int> errors{0}, ok{0}, handlers_started{0}, handlers_done{0};
   std::atomic<bool> stop{false};
-  rt::Runtime r(pool(1, 2));
-  int err = 0;
-  auto listener = std::make_shared<rt::Socket>(rt::Socket::listen_tcp("127.0.0.1", 0, false, err));
-  ASSERT_EQ(err, 0);
-  const uint16_t port = listener->local_port();
+  rt::Runtime r(pool_mode(1, 2));
+  LISTEN_LOOPBACK(listener, port);
   auto acceptor = r.spawn_joinable([&, listener] {
     while (!stop.load()) {
       int e = 0;
@@ -526,7 +481,7 @@ TEST(PoolTest, EventLoopFiberIoStaysOnItsLoopWhilePoolFibersUseTheMaster) {
   std::atomic<int> errors{0}, not_home{0};
   std::mutex mu;
   std::set<const void*> loop_bases, pool_bases;
-  rt::Runtime r(pool(2, 2));
+  rt::Runtime r(pool_mode(2, 2));
   // A socketpair per fiber kind: one end read by an event-loop fiber, fed by a pool fiber.
   for (int loop = 0; loop < 2; ++loop) {
     int sv[2];
@@ -574,7 +529,7 @@ TEST(PoolTest, EventLoopFiberIoStaysOnItsLoopWhilePoolFibersUseTheMaster) {
 TEST(PoolTest, ReaderAndWriterFirstWaitingTogetherRegisterTheFdOnce) {
   Watchdog dog(60s);
   const int kTrials = kSanitized ? 2000 : 6000;
-  rt::Runtime r(pool(1, 2));
+  rt::Runtime r(pool_mode(1, 2));
   event_base* master = nullptr;
   int baseline = -1, not_together = 0;
   const auto budget_end = Clock::now() + 3s;

@@ -22,16 +22,8 @@
 #include "runtime/runtime.hpp"
 #include "tests/runtime/support.hpp"
 
-namespace rt = platoon::rt;
-using namespace std::chrono_literals;
-
 namespace {
-using platoon::test::mono_ns;
-using platoon::test::spin_for_ns;
-using platoon::test::Signal;
-
-
-
+using namespace platoon::test;  // rt, Clock, chrono literals, waits, Watchdog: support.hpp
 
 // What one short fiber saw.
 struct ShortRun {
@@ -58,10 +50,7 @@ void run_spinner_scenario(bool stealing, Outcome& out) {
   Signal shorts_done, spinner_done;
   std::atomic<uint64_t> spinner_start{0}, spin_start{0}, spin_end{0};
   std::atomic<int> spinner_carrier{-1};
-  rt::Options o;
-  o.carriers = 2;
-  o.work_stealing = stealing;
-  rt::Runtime runtime(o);
+  rt::Runtime runtime(stealing_carriers(stealing));
   // Let carrier 1 fall asleep first: the thief has to be woken, not find the work by chance.
   std::this_thread::sleep_for(20ms);
   runtime.spawn([&] {
@@ -161,10 +150,7 @@ TEST(StealingTest, StolenFiberGoesHomeAfterPark) {
   };
   std::vector<Rec> recs(kFibers);
   Signal parked, resumed, spinner_done;
-  rt::Options o;
-  o.carriers = 2;
-  o.work_stealing = true;
-  rt::Runtime runtime(o);
+  rt::Runtime runtime(stealing_carriers(true));
   std::this_thread::sleep_for(20ms);
   runtime.spawn([&] {
     for (int i = 0; i < kFibers; ++i)
@@ -225,10 +211,7 @@ TEST(StealingTest, StolenFiberGoesHomeAfterYield) {
   std::atomic<uint64_t> spinner_end{0}, resumed_at{0};
   std::atomic<bool> spinner_finished{false};
   Signal done, blocker_done, spinner_done;
-  rt::Options o;
-  o.carriers = 2;
-  o.work_stealing = true;
-  rt::Runtime runtime(o);
+  rt::Runtime runtime(stealing_carriers(true));
   std::this_thread::sleep_for(20ms);
   runtime.spawn([&] {
     // Two fibers so carrier 0's run queue has a backlog (one queued fiber does not wake a thief);
@@ -284,10 +267,7 @@ TEST(StealingTest, SingleQueuedFiberIsStolenFromStuckCarrier) {
   std::atomic<int> carrier{-2};
   std::atomic<uint64_t> spinner_start{0}, done_at{0}, spin_end{0};
   Signal done, spinner_done;
-  rt::Options o;
-  o.carriers = 2;
-  o.work_stealing = true;
-  rt::Runtime runtime(o);
+  rt::Runtime runtime(stealing_carriers(true));
   std::this_thread::sleep_for(20ms);  // carrier 1 asleep
   runtime.spawn([&] {
     spinner_start.store(mono_ns());
@@ -326,10 +306,7 @@ TEST(StealingTest, NoLostThiefWakeupWhenWorkArrivesAsThiefFallsAsleep) {
   std::atomic<int> ran{0};
   std::atomic<int> stuck{0};
   Signal finished;
-  rt::Options o;
-  o.carriers = 2;
-  o.work_stealing = true;
-  rt::Runtime runtime(o);
+  rt::Runtime runtime(stealing_carriers(true));
   runtime.spawn([&] {
     uint32_t rng = 12345;
     for (int round = 0; round < kRounds; ++round) {

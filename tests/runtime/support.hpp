@@ -1,5 +1,7 @@
 // Test support shared by the runtime suites: a watchdog that turns a hang into a failure,
-// polling waits with deadlines, and whether a sanitizer slows the build down.
+// polling waits with deadlines, futex waits for OS threads, and whether a sanitizer slows the
+// build down. A suite says `using namespace platoon::test;` in its unnamed namespace and gets
+// all of it, with the rt alias, Clock and the chrono literals.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -17,11 +19,15 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <dirent.h>
+#include <fstream>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "runtime/io.hpp"
 #include "runtime/runtime.hpp"
 
 namespace platoon::test {
@@ -106,26 +112,91 @@ inline bool join_all_within(std::vector<rt::JoinHandle>& hs, std::chrono::millis
   return true;
 }
 
+// Wakes every OS thread waiting on w (futex).
+inline void futex_wake_all(std::atomic<uint32_t>& w) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&w), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// Waits (futex, OS threads only: a fiber would block its carrier) until w >= target; false on
+// timeout.
+inline bool futex_wait_at_least(std::atomic<uint32_t>& w, uint32_t target, std::chrono::nanoseconds timeout) {
+  const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout.count());
+  for (;;) {
+    const uint32_t cur = w.load();
+    if (cur >= target) return true;
+    const uint64_t now = mono_ns();
+    if (now >= deadline) return false;
+    const uint64_t left = std::min<uint64_t>(deadline - now, 50'000'000);
+    timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&w), FUTEX_WAIT_PRIVATE, cur, &ts, nullptr, 0);
+  }
+}
+
 // A counter an OS thread can wait on with a timeout (futex), bumped by fibers.
 struct Signal {
   std::atomic<uint32_t> v{0};
   void bump() {
     v.fetch_add(1);
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&v), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+    futex_wake_all(v);
   }
   // Waits until v >= target; false on timeout.
-  bool wait_at_least(uint32_t target, std::chrono::nanoseconds timeout) {
-    const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout.count());
-    for (;;) {
-      const uint32_t cur = v.load();
-      if (cur >= target) return true;
-      const uint64_t now = mono_ns();
-      if (now >= deadline) return false;
-      const uint64_t left = std::min<uint64_t>(deadline - now, 50'000'000);
-      timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
-      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&v), FUTEX_WAIT_PRIVATE, cur, &ts, nullptr, 0);
-    }
-  }
+  bool wait_at_least(uint32_t target, std::chrono::nanoseconds timeout) { return futex_wait_at_least(v, target, timeout); }
 };
 
+// The runtime set-ups the suites run in: carrier mode with n carriers (work stealing as given,
+// else the runtime's default), and pool mode with `loops` event loops and `workers` workers.
+inline rt::Options carrier_mode(int n = 2) {
+  rt::Options o;
+  o.carriers = n;
+  return o;
+}
+inline rt::Options stealing_carriers(bool stealing, int n = 2) {
+  rt::Options o = carrier_mode(n);
+  o.work_stealing = stealing;
+  return o;
+}
+inline rt::Options pool_mode(int loops = 2, int workers = 2) {
+  rt::Options o;
+  o.scheduler = rt::Scheduler::pool;
+  o.carriers = loops;
+  o.workers = workers;
+  return o;
+}
+
+// The name (comm) of thread `tid` of this process, as the kernel shows it.
+inline std::string comm_of(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/comm");
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+// The names of every thread of this process.
+inline std::vector<std::string> all_task_comms() {
+  std::vector<std::string> out;
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    out.push_back(comm_of(std::atoi(e->d_name)));
+  }
+  closedir(d);
+  return out;
+}
+
+// A loopback listening socket on a free port, shared so that fibers can accept on it; null when
+// it could not be opened.
+inline std::shared_ptr<rt::Socket> listen_loopback() {
+  int err = 0;
+  auto s = std::make_shared<rt::Socket>(rt::Socket::listen_tcp("127.0.0.1", 0, false, err));
+  return err == 0 && s->valid() ? s : nullptr;
+}
+
 }  // namespace platoon::test
+
+// Declares `listener` (listen_loopback()) and its `port`; ASSERTs it opened (a macro: an ASSERT
+// in a helper function would not end the test).
+#define LISTEN_LOOPBACK(listener, port)                                   \
+  const auto listener = ::platoon::test::listen_loopback();              \
+  ASSERT_TRUE(listener) << "cannot listen on 127.0.0.1";                 \
+  const uint16_t port = listener->local_port()

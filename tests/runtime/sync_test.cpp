@@ -19,30 +19,7 @@
 #include "runtime/sync.hpp"
 
 namespace {
-
-using platoon::test::kSanitized;
-using platoon::test::Watchdog;
-using platoon::test::wait_until;
-using platoon::test::join_within;
-using platoon::test::join_all_within;
-
-namespace rt = platoon::rt;
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-
-rt::Options carrier_mode(int n = 2) {
-  rt::Options o;
-  o.carriers = n;
-  return o;
-}
-
-rt::Options pool_mode() {
-  rt::Options o;
-  o.scheduler = rt::Scheduler::pool;
-  o.carriers = 1;
-  o.workers = 2;
-  return o;
-}
+using namespace platoon::test;  // rt, Clock, chrono literals, waits, Watchdog: support.hpp
 
 // Many fibers on both carriers increment a plain counter under the mutex, yielding inside the
 // critical section so that others contend and park.
@@ -129,7 +106,7 @@ TEST(SyncTest, MutexExactCountWithWorkStealing) {
 
 TEST(SyncTest, MutexExactCountInPoolMode) {
   Watchdog dog(60s);
-  mutex_counter(pool_mode(), true);
+  mutex_counter(pool_mode(1, 2), true);
 }
 
 TEST(SyncTest, CondVarPingPongAcrossCarriers) {
@@ -318,7 +295,7 @@ TEST(SyncTest, ChannelDeliversEveryItemExactlyOnceAcrossCarriers) {
 
 TEST(SyncTest, ChannelDeliversEveryItemExactlyOnceInPoolMode) {
   Watchdog dog(60s);
-  channel_exactly_once(pool_mode(), true);
+  channel_exactly_once(pool_mode(1, 2), true);
 }
 
 TEST(SyncTest, ChannelCloseSemantics) {

@@ -28,11 +28,8 @@
 #include "tests/runtime/support.hpp"
 #include "runtime/runtime_impl.hpp"  // Carrier::is_sleeping(), to count unparks that hit a sleeper
 
-namespace rt = platoon::rt;
-using namespace std::chrono_literals;
-
 namespace {
-using platoon::test::mono_ns;
+using namespace platoon::test;  // rt, Clock, chrono literals, waits, Watchdog: support.hpp
 
 // ThreadSanitizer makes every fiber switch and every spawn (a TSan fiber each) much slower;
 // AddressSanitizer barely matters here.
@@ -41,25 +38,6 @@ constexpr bool kTsan = true;
 #else
 constexpr bool kTsan = false;
 #endif
-
-
-void futex_wake_all(std::atomic<uint32_t>& w) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&w), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
-}
-
-// Waits (futex, OS threads only) until w >= target; false on timeout.
-bool futex_wait_at_least(std::atomic<uint32_t>& w, uint32_t target, std::chrono::nanoseconds timeout) {
-  const uint64_t deadline = mono_ns() + static_cast<uint64_t>(timeout.count());
-  for (;;) {
-    const uint32_t cur = w.load();
-    if (cur >= target) return true;
-    const uint64_t now = mono_ns();
-    if (now >= deadline) return false;
-    const uint64_t left = std::min<uint64_t>(deadline - now, 50'000'000);
-    timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&w), FUTEX_WAIT_PRIVATE, cur, &ts, nullptr, 0);
-  }
-}
 
 bool carrier_sleeping(rt::Runtime& r, int i) {
   return r.impl().carriers[static_cast<size_t>(i)]->is_sleeping();

@@ -1,5 +1,5 @@
 // What the handoff server tests share: the body /fruits must answer, the server's command
-// line against a backend port, and one counter read from its /metrics.
+// line against a backend port, starting it, and one counter read from its /metrics.
 #pragma once
 
 #include <string>
@@ -7,6 +7,7 @@
 
 #include "server/common/fruits.hpp"
 #include "tests/server/http_client.hpp"
+#include "tests/server/subprocess.hpp"
 
 namespace platoon::test {
 
@@ -31,3 +32,10 @@ inline long metric(int port, const std::string& name) {
 }
 
 }  // namespace platoon::test
+
+// Starts platoon-server with ARGS as the Child `srv` and its port as `port`; ASSERTs it came up
+// (a macro: an ASSERT in a helper function would not end the test).
+#define START_SERVER(srv, port, ARGS)                        \
+  platoon::test::Child srv("platoon-server", ARGS);          \
+  const int port = srv.wait_port();                          \
+  ASSERT_GT(port, 0) << srv.output()

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <cerrno>
 #include <cstring>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,6 +11,7 @@
 #include <string>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <utility>
 
 #include "server/common/http_parser.hpp"
 
@@ -28,6 +30,7 @@ class Conn {
     if (fd_ >= 0) setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   }
   ~Conn() { if (fd_ >= 0) close(fd_); }
+  Conn(Conn&& o) noexcept : fd_(o.fd_), pending_(std::move(o.pending_)) { o.fd_ = -1; }
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
   bool ok() const { return fd_ >= 0; }
@@ -43,13 +46,16 @@ class Conn {
     return true;
   }
 
-  // Reads one response; status 0 when the connection closed or timed out first.
-  http::Message read_response(int timeout_ms = 5000) {
+  // Reads one response (its bytes into raw when given); status 0 when the connection closed or
+  // timed out first, or the response was malformed.
+  http::Message read_response(int timeout_ms = 5000, std::string* raw = nullptr) {
     http::Parser p(http::Parser::Kind::response, 1 << 16, 1 << 24);
+    if (raw) raw->clear();
     for (;;) {
       if (!pending_.empty()) {
         size_t used = 0;
         const auto st = p.parse(pending_.data(), pending_.size(), used);
+        if (raw) raw->append(pending_, 0, used);
         pending_.erase(0, used);
         if (st == http::Parser::Status::message) return p.message();
         if (st == http::Parser::Status::error) return {};
@@ -72,6 +78,16 @@ class Conn {
       const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
       if (n <= 0) return true;
     }
+  }
+
+  // True when the peer closes (EOF or reset) within the timeout with nothing more to read.
+  bool closed_by_peer(int timeout_ms = 5000) {
+    if (!pending_.empty()) return false;
+    pollfd pf{fd_, POLLIN, 0};
+    if (poll(&pf, 1, timeout_ms) <= 0) return false;
+    char c;
+    const ssize_t n = ::recv(fd_, &c, 1, 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
   }
 
   http::Message get(const std::string& path) {

@@ -29,6 +29,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "tests/server/subprocess.hpp"
+
 using namespace std::chrono_literals;
 
 namespace {
@@ -206,48 +208,27 @@ LoadResult run_load(std::vector<std::string> args, const std::function<void(pid_
   }
   char dir_tmpl[] = "/tmp/platoon-load-test-XXXXXX";
   const std::string dir = mkdtemp(dir_tmpl);
-  const std::string json = dir + "/out.json", out = dir + "/stdout", err = dir + "/stderr";
+  const std::string json = dir + "/out.json";
   if (with_json) {
     args.push_back("--json");
     args.push_back(json);
   }
-  std::vector<char*> argv{const_cast<char*>(bin.c_str())};
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
   const int64_t t0 = mono_ns();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(o, 1);
-    dup2(e, 2);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  if (during) during(pid);
-  int status = 0;
-  for (;;) {  // at most 20 s, then kill
-    const pid_t w = waitpid(pid, &status, WNOHANG);
-    if (w == pid) break;
-    if (mono_ns() - t0 > 20'000'000'000) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      ADD_FAILURE() << "platoon-load did not finish within 20 s";
-      break;
-    }
-    std::this_thread::sleep_for(10ms);
+  platoon::test::Child load(bin, args, platoon::test::Child::Stderr::own_pipe);
+  if (during) during(load.pid());
+  r.exit_code = load.wait_exit(std::chrono::duration_cast<std::chrono::milliseconds>(20s - std::chrono::nanoseconds(mono_ns() - t0)));
+  if (r.exit_code < 0) {
+    r.exit_code = load.stop(0ms, SIGKILL);
+    ADD_FAILURE() << "platoon-load did not finish within 20 s";
   }
   r.seconds = double(mono_ns() - t0) / 1e9;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = slurp(out);
-  r.err = slurp(err);
+  r.out = load.output();
+  r.err = load.errors();
   if (with_json) {
     const std::string text = slurp(json);
     r.has_json = !text.empty() && !r.json.Parse(text.c_str()).HasParseError() && r.json.IsObject();
   }
   std::remove(json.c_str());
-  std::remove(out.c_str());
-  std::remove(err.c_str());
   ::rmdir(dir.c_str());
   return r;
 }

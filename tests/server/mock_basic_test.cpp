@@ -14,18 +14,16 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <spawn.h>
 #include <string>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
 
 #include "server/common/fruits.hpp"
 #include "server/common/http_parser.hpp"
-
-extern char** environ;
+#include "tests/server/http_client.hpp"
+#include "tests/server/subprocess.hpp"
 
 namespace {
 
@@ -37,200 +35,32 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-std::string mock_binary() {
-  char buf[4096];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return "platoon-mock";
-  std::string self(buf, static_cast<size_t>(n));
-  return self.substr(0, self.rfind('/') + 1) + "platoon-mock";
-}
-
-// The mock as a child process, with its stdout on a pipe.
-class MockProcess {
- public:
-  // Starts the binary and waits (up to 5 s) for its "listening on HOST:PORT" line.
-  explicit MockProcess(const std::vector<std::string>& args) { spawn(args); }
-  ~MockProcess() {
-    if (pid_ > 0 && !exited_) stop(SIGKILL);
-    if (out_fd_ >= 0) close(out_fd_);
+// The mock as a child process (stdout and stderr on one pipe), waited for until it listens.
+struct MockProcess : platoon::test::Child {
+  explicit MockProcess(const std::vector<std::string>& args) : Child("platoon-mock", args, Stderr::merged) {
+    wait_port();
   }
-
-  bool started() const { return port_ != 0; }
-  int port() const { return port_; }
-  pid_t pid() const { return pid_; }
-  const std::string& output() const { return output_; }
-
   // Sends `sig` and returns the exit code (128+signal when killed, -1 when it would not die in 5 s).
-  int stop(int sig = SIGTERM) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, sig);
-    int status = 0;
-    const auto t0 = Clock::now();
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (ms_since(t0) > 5000) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &status, 0);
-        pid_ = -1;
-        return -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    pid_ = -1;
-    drain_output(0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
-  // Waits for the process to exit on its own (bad flags). Returns the exit code, -1 on timeout.
-  int wait_exit(int timeout_ms = 5000) {
-    int status = 0;
-    if (pid_ > 0 && exited_) {  // already reaped while waiting for the listening line
-      pid_ = -1;
-      return WIFEXITED(exited_status_) ? WEXITSTATUS(exited_status_) : 128 + WTERMSIG(exited_status_);
-    }
-    const auto t0 = Clock::now();
-    while (waitpid(pid_, &status, WNOHANG) == 0) {
-      if (ms_since(t0) > timeout_ms) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    pid_ = -1;
-    drain_output(0);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  void spawn(const std::vector<std::string>& args) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, fds[1], STDERR_FILENO);
-    const std::string bin = mock_binary();
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(bin.c_str()));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    if (posix_spawn(&pid_, bin.c_str(), &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-    close(fds[1]);
-    out_fd_ = fds[0];
-    if (pid_ <= 0) return;
-    const auto t0 = Clock::now();
-    while (ms_since(t0) < 5000) {
-      drain_output(50);
-      const auto at = output_.find("listening on ");
-      if (at != std::string::npos) {
-        const auto eol = output_.find('\n', at);
-        if (eol == std::string::npos) continue;
-        const auto colon = output_.rfind(':', eol);
-        port_ = std::stoi(output_.substr(colon + 1, eol - colon - 1));
-        return;
-      }
-      int status;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {  // died early (bad flags)
-        exited_ = true;
-        exited_status_ = status;
-        drain_output(0);
-        return;
-      }
-    }
-  }
-
-  void drain_output(int timeout_ms) {
-    pollfd p{out_fd_, POLLIN, 0};
-    while (poll(&p, 1, timeout_ms) > 0) {
-      char buf[4096];
-      const ssize_t n = read(out_fd_, buf, sizeof buf);
-      if (n <= 0) break;
-      output_.append(buf, static_cast<size_t>(n));
-      timeout_ms = 0;
-    }
-  }
-
-  pid_t pid_ = -1;
-  int out_fd_ = -1;
-  int port_ = 0;
-  bool exited_ = false;
-  int exited_status_ = 0;
-  std::string output_;
+  int stop(int sig = SIGTERM) { return Child::stop(std::chrono::seconds(5), sig); }
 };
 
-// A blocking HTTP/1.1 client connection with a 5 s receive timeout.
-class Client {
+// The mock suites' client: a Conn (5 s timeouts) whose request and response are separate,
+// checkable steps.
+class Client : public platoon::test::Conn {
  public:
-  explicit Client(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      close(fd_);
-      fd_ = -1;
-      return;
-    }
-    const int one = 1;
-    setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    timeval tv{5, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  ~Client() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Client(Client&& o) noexcept : fd_(o.fd_), pending_(std::move(o.pending_)) { o.fd_ = -1; }
-  Client(const Client&) = delete;
-
-  bool ok() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
-
-  bool send_all(const std::string& s) {
-    size_t off = 0;
-    while (off < s.size()) {
-      const ssize_t n = send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
+  using Conn::Conn;
   bool get(const std::string& path, const std::string& extra_headers = "") {
     return send_all("GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers + "\r\n");
   }
-
-  // Reads one response. False on EOF, timeout or a malformed response. `raw` gets its bytes.
+  // One response into `out` (its bytes into raw); false on EOF, timeout or a malformed response.
   bool read_response(Message& out, std::string* raw = nullptr) {
-    if (raw) raw->clear();
-    for (;;) {
-      if (!pending_.empty()) {
-        size_t used = 0;
-        const Parser::Status st = parser_.parse(pending_.data(), pending_.size(), used);
-        if (raw) raw->append(pending_, 0, used);
-        pending_.erase(0, used);
-        if (st == Parser::Status::message) {
-          out = parser_.message();
-          return true;
-        }
-        if (st == Parser::Status::error) return false;
-      }
-      char buf[16384];
-      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) return false;
-      pending_.append(buf, static_cast<size_t>(n));
-    }
+    out = Conn::read_response(5000, raw);
+    return out.status != 0;
   }
-
-  // True when the server closed the connection (EOF or reset) within the receive timeout with
-  // nothing more to read.
-  bool closed_by_peer() {
-    if (!pending_.empty()) return false;
-    char c;
-    const ssize_t n = recv(fd_, &c, 1, 0);
-    return n == 0 || (n < 0 && errno == ECONNRESET);
+  // get() then read_response(): both must succeed.
+  bool fetch(Message& out, const std::string& path, const std::string& extra_headers = "") {
+    return get(path, extra_headers) && read_response(out);
   }
-
- private:
-  int fd_ = -1;
-  Parser parser_{Parser::Kind::response};
-  std::string pending_;
 };
 
 // Starts the mock; ASSERTs it came up. Tests then stop it and check it exits 0.
@@ -261,12 +91,10 @@ TEST(MockBasic, FruitsBodyAndHeaders) {
       << raw;
   EXPECT_NE(raw.find("\r\nConnection: keep-alive\r\n"), std::string::npos) << raw;
   // A query string does not change the route.
-  ASSERT_TRUE(c.get("/fruits?x=1"));
-  ASSERT_TRUE(c.read_response(m));
+  ASSERT_TRUE(c.fetch(m, "/fruits?x=1"));
   expect_fruits(m);
   // Health.
-  ASSERT_TRUE(c.get("/health"));
-  ASSERT_TRUE(c.read_response(m));
+  ASSERT_TRUE(c.fetch(m, "/health"));
   EXPECT_EQ(m.status, 200);
   EXPECT_EQ(m.body, "ok");
   EXPECT_EQ(mock.stop(), 0) << mock.output();
@@ -279,9 +107,8 @@ TEST(MockBasic, ThinkTimeRespected) {
   ASSERT_TRUE(c.ok());
   for (int i = 0; i < 5; ++i) {
     const auto t0 = Clock::now();
-    ASSERT_TRUE(c.get("/fruits"));
     Message m;
-    ASSERT_TRUE(c.read_response(m));
+    ASSERT_TRUE(c.fetch(m, "/fruits"));
     const double ms = ms_since(t0);
     expect_fruits(m);
     EXPECT_GE(ms, 20.0);
@@ -292,9 +119,8 @@ TEST(MockBasic, ThinkTimeRespected) {
   double best = 1e9;
   for (int i = 0; i < 5; ++i) {
     const auto t0 = Clock::now();
-    ASSERT_TRUE(c.get("/health"));
     Message m;
-    ASSERT_TRUE(c.read_response(m));
+    ASSERT_TRUE(c.fetch(m, "/health"));
     best = std::min(best, ms_since(t0));
   }
   EXPECT_LT(best, 15.0);
@@ -308,9 +134,8 @@ TEST(MockBasic, FractionalThinkTime) {
   double best = 1e9;
   for (int i = 0; i < 20; ++i) {
     const auto t0 = Clock::now();
-    ASSERT_TRUE(c.get("/fruits"));
     Message m;
-    ASSERT_TRUE(c.read_response(m));
+    ASSERT_TRUE(c.fetch(m, "/fruits"));
     const double ms = ms_since(t0);
     EXPECT_EQ(m.status, 200);
     EXPECT_GE(ms, 0.5);
@@ -415,12 +240,10 @@ TEST(MockBasic, NotFoundKeepsConnection) {
   Client c(mock.port());
   ASSERT_TRUE(c.ok());
   Message m;
-  ASSERT_TRUE(c.get("/nothing/here"));
-  ASSERT_TRUE(c.read_response(m));
+  ASSERT_TRUE(c.fetch(m, "/nothing/here"));
   EXPECT_EQ(m.status, 404);
   EXPECT_TRUE(m.keep_alive);
-  ASSERT_TRUE(c.get("/fruits"));
-  ASSERT_TRUE(c.read_response(m));
+  ASSERT_TRUE(c.fetch(m, "/fruits"));
   expect_fruits(m);
   EXPECT_EQ(mock.stop(), 0);
 }
@@ -504,9 +327,8 @@ TEST(MockBasic, KeepAliveManyRequestsOnOneConnection) {
   Client c(mock.port());
   ASSERT_TRUE(c.ok());
   for (int i = 0; i < 2000; ++i) {
-    ASSERT_TRUE(c.get("/fruits"));
     Message m;
-    ASSERT_TRUE(c.read_response(m)) << i;
+    ASSERT_TRUE(c.fetch(m, "/fruits")) << i;
     ASSERT_EQ(m.status, 200) << i;
     ASSERT_EQ(m.body.size(), platoon::fruits::backend_body().size()) << i;
   }
@@ -524,9 +346,8 @@ TEST(MockBasic, AdminThinkChangesDelay) {
     double best = 1e9;
     for (int i = 0; i < 3; ++i) {
       const auto t0 = Clock::now();
-      EXPECT_TRUE(c.get("/fruits"));
       Message m;
-      EXPECT_TRUE(c.read_response(m));
+      EXPECT_TRUE(c.fetch(m, "/fruits"));
       EXPECT_EQ(m.status, 200);
       best = std::min(best, ms_since(t0));
     }
@@ -537,21 +358,17 @@ TEST(MockBasic, AdminThinkChangesDelay) {
   // Set from another connection (possibly another loop): every loop sees it.
   {
     Client admin(mock.port());
-    ASSERT_TRUE(admin.get("/admin/think?ms=40"));
-    ASSERT_TRUE(admin.read_response(m));
+    ASSERT_TRUE(admin.fetch(m, "/admin/think?ms=40"));
     EXPECT_EQ(m.status, 200);
     EXPECT_EQ(m.body, "think-time-ms 40\n");
   }
   EXPECT_GE(fruits_ms(), 40.0);
-  ASSERT_TRUE(c.get("/admin/think"));
-  ASSERT_TRUE(c.read_response(m));
+  ASSERT_TRUE(c.fetch(m, "/admin/think"));
   EXPECT_EQ(m.body, "think-time-ms 40\n");
-  ASSERT_TRUE(c.get("/admin/think?ms=bogus"));
-  ASSERT_TRUE(c.read_response(m));
+  ASSERT_TRUE(c.fetch(m, "/admin/think?ms=bogus"));
   EXPECT_EQ(m.status, 400);
   EXPECT_TRUE(m.keep_alive);
-  ASSERT_TRUE(c.get("/admin/think?ms=0.25"));
-  ASSERT_TRUE(c.read_response(m));
+  ASSERT_TRUE(c.fetch(m, "/admin/think?ms=0.25"));
   EXPECT_EQ(m.body, "think-time-ms 0.25\n");
   const double fast = fruits_ms();
   EXPECT_GE(fast, 0.25);
@@ -584,9 +401,8 @@ TEST(MockBasic, ThreadsFlagGivesThatManyLoops) {
   // Both listeners serve: many connections, all answered.
   for (int i = 0; i < 20; ++i) {
     Client c(mock.port());
-    ASSERT_TRUE(c.get("/fruits"));
     Message m;
-    ASSERT_TRUE(c.read_response(m));
+    ASSERT_TRUE(c.fetch(m, "/fruits"));
     EXPECT_EQ(m.status, 200);
   }
   EXPECT_EQ(mock.stop(), 0);
@@ -635,8 +451,7 @@ TEST(MockFaults, CloseAfterNSilently) {
   Client c(mock.port());
   Message m;
   for (int i = 0; i < 2; ++i) {
-    ASSERT_TRUE(c.get("/fruits"));
-    ASSERT_TRUE(c.read_response(m));
+    ASSERT_TRUE(c.fetch(m, "/fruits"));
     expect_fruits(m);
     EXPECT_TRUE(m.keep_alive) << i;  // announced as keep-alive...
   }
@@ -649,8 +464,7 @@ TEST(MockFaults, FailRate) {
     START_MOCK(mock, "--threads", "1", "--think-time-ms", "0", "--fail-rate", "1");
     Client c(mock.port());
     Message m;
-    ASSERT_TRUE(c.get("/fruits"));
-    ASSERT_TRUE(c.read_response(m));
+    ASSERT_TRUE(c.fetch(m, "/fruits"));
     EXPECT_EQ(m.status, 500);
     EXPECT_TRUE(m.keep_alive);
     ASSERT_TRUE(c.get("/health"));  // only /fruits fails
@@ -664,8 +478,7 @@ TEST(MockFaults, FailRate) {
     int failed = 0;
     for (int i = 0; i < 400; ++i) {
       Message m;
-      ASSERT_TRUE(c.get("/fruits"));
-      ASSERT_TRUE(c.read_response(m));
+      ASSERT_TRUE(c.fetch(m, "/fruits"));
       ASSERT_TRUE(m.status == 200 || m.status == 500) << m.status;
       failed += m.status == 500;
     }

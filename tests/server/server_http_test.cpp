@@ -39,9 +39,7 @@ class ServerModes : public ::testing::TestWithParam<std::vector<std::string>> {}
 // Many concurrent keep-alive clients; every answer is the compact JSON of the ten fruits.
 TEST_P(ServerModes, EveryRequestGetsTheCompactFruits) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port(), GetParam()));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0) << srv.output();
+  START_SERVER(srv, port, server_args(backend.port(), GetParam()));
   std::atomic<int> good{0}, bad{0};
   std::vector<std::thread> clients;
   for (int t = 0; t < 8; ++t)
@@ -67,9 +65,7 @@ INSTANTIATE_TEST_SUITE_P(Server, ServerModes,
 
 TEST(Server, PassthroughReturnsTheBackendBody) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port(), {"--passthrough"}));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0);
+  START_SERVER(srv, port, server_args(backend.port(), {"--passthrough"}));
   Conn c(port);
   const auto m = c.get("/fruits");
   EXPECT_EQ(m.status, 200);
@@ -78,9 +74,7 @@ TEST(Server, PassthroughReturnsTheBackendBody) {
 
 TEST(Server, PipelinedRequestsAnsweredInOrder) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port()));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0);
+  START_SERVER(srv, port, server_args(backend.port()));
   Conn c(port);
   ASSERT_TRUE(c.send_all("GET /fruits HTTP/1.1\r\nHost: a\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\n"
                          "GET /fruits HTTP/1.1\r\nHost: a\r\n\r\n"));
@@ -91,9 +85,7 @@ TEST(Server, PipelinedRequestsAnsweredInOrder) {
 
 TEST(Server, MalformedRequestGets400AndClose) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port()));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0);
+  START_SERVER(srv, port, server_args(backend.port()));
   Conn c(port);
   ASSERT_TRUE(c.send_all("THIS IS NOT HTTP\r\n\r\n"));
   EXPECT_EQ(c.read_response().status, 400);
@@ -103,9 +95,7 @@ TEST(Server, MalformedRequestGets400AndClose) {
 
 TEST(Server, OversizedHeadersGet431) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port(), {"--max-header-bytes", "1024"}));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0);
+  START_SERVER(srv, port, server_args(backend.port(), {"--max-header-bytes", "1024"}));
   Conn c(port);
   ASSERT_TRUE(c.send_all("GET /fruits HTTP/1.1\r\nX-Big: " + std::string(4000, 'x') + "\r\n\r\n"));
   EXPECT_EQ(c.read_response().status, 431);
@@ -115,9 +105,7 @@ TEST(Server, OversizedHeadersGet431) {
 
 TEST(Server, IdleAndSlowClientsTimeOut) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port(), {"--idle-timeout-ms", "300", "--request-timeout-ms", "300"}));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0);
+  START_SERVER(srv, port, server_args(backend.port(), {"--idle-timeout-ms", "300", "--request-timeout-ms", "300"}));
   Conn idle(port), slow(port);
   ASSERT_TRUE(slow.send_all("GET /fruits HTTP/1.1\r\nHo"));  // and never the rest
   const auto t0 = std::chrono::steady_clock::now();
@@ -132,9 +120,7 @@ TEST(Server, IdleAndSlowClientsTimeOut) {
 TEST(Server, RefusedBackendGives502AndServerKeepsServing) {
   int dead_port;
   { FakeBackend gone; dead_port = gone.port(); }  // bound once, now closed: connections are refused
-  Child srv("platoon-server", server_args(dead_port));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0);
+  START_SERVER(srv, port, server_args(dead_port));
   Conn c(port);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(c.get("/fruits").status, 502);
   EXPECT_EQ(c.get("/metrics").status, 200);
@@ -142,9 +128,7 @@ TEST(Server, RefusedBackendGives502AndServerKeepsServing) {
 
 TEST(Server, BackendClosingOrGarbledGives502ThenRecovers) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port()));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0);
+  START_SERVER(srv, port, server_args(backend.port()));
   Conn c(port);
   EXPECT_EQ(c.get("/fruits").status, 200);
   backend.set(FakeBackend::Mode::close);
@@ -161,9 +145,7 @@ TEST(Server, BackendClosingOrGarbledGives502ThenRecovers) {
 
 TEST(Server, SlowBackendGives504ThenRecovers) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port(), {"--backend-timeout-ms", "200"}));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0);
+  START_SERVER(srv, port, server_args(backend.port(), {"--backend-timeout-ms", "200"}));
   Conn c(port);
   backend.set(FakeBackend::Mode::slow, 1000);
   const auto t0 = std::chrono::steady_clock::now();
@@ -179,9 +161,7 @@ TEST(Server, SlowBackendGives504ThenRecovers) {
 // fibers as before (two per idle carrier: the accept loops).
 TEST(Server, NoFdOrFiberLeaksAfterManyConnections) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port(), {"--idle-timeout-ms", "60000"}));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0);
+  START_SERVER(srv, port, server_args(backend.port(), {"--idle-timeout-ms", "60000"}));
   ASSERT_EQ(Conn(port).get("/fruits").status, 200);  // warm the backend pool
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   // Backend connections stay pooled (bounded); count the fds besides them.

@@ -80,9 +80,7 @@ const std::vector<std::string> kSlowClientFlags{"--idle-timeout-ms", "5000", "--
 // has started, so the request timeout (0.3 s), not the idle one (5 s), closes it.
 TEST(ServerLimits, PartialHeadIsClosedAtTheRequestTimeout) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port(), kSlowClientFlags));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0) << srv.output();
+  START_SERVER(srv, port, server_args(backend.port(), kSlowClientFlags));
   Conn c(port);
   ASSERT_TRUE(c.ok());
   const auto t0 = Clock::now();
@@ -98,9 +96,7 @@ TEST(ServerLimits, PartialHeadIsClosedAtTheRequestTimeout) {
 // request's first byte all the same.
 TEST(ServerLimits, TricklingClientIsClosedAtTheRequestTimeout) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port(), kSlowClientFlags));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0) << srv.output();
+  START_SERVER(srv, port, server_args(backend.port(), kSlowClientFlags));
   Conn c(port);
   ASSERT_TRUE(c.ok());
   const std::string request = "GET /fruits HTTP/1.1\r\nHost: test\r\nUser-Agent: trickle\r\n\r\n";
@@ -120,9 +116,7 @@ TEST(ServerLimits, TricklingClientIsClosedAtTheRequestTimeout) {
 // than it between requests is still served, and a prompt request after it too.
 TEST(ServerLimits, IdleKeepAliveOutlivesTheRequestTimeout) {
   FakeBackend backend;
-  Child srv("platoon-server", server_args(backend.port(), kSlowClientFlags));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0) << srv.output();
+  START_SERVER(srv, port, server_args(backend.port(), kSlowClientFlags));
   Conn c(port);
   auto m = c.get("/fruits");
   EXPECT_EQ(m.status, 200);
@@ -150,9 +144,7 @@ TEST(ServerLimits, ConnectionsPastTheCapAreShed) {
   raise_own_fd_limit();
   FakeBackend backend;
   constexpr int kCap = 40;
-  Child srv("platoon-server", server_args(backend.port(), {"--max-connections", std::to_string(kCap)}));
-  const int port = srv.wait_port();
-  ASSERT_GT(port, 0) << srv.output();
+  START_SERVER(srv, port, server_args(backend.port(), {"--max-connections", std::to_string(kCap)}));
   EXPECT_NE(srv.output().find("max connections 40 "), std::string::npos) << srv.output();
   std::vector<std::unique_ptr<Conn>> held;
   for (int i = 0; i < kCap * 3 / 2; ++i) {
@@ -189,7 +181,7 @@ TEST(ServerLimits, DerivedCapFollowsTheFdLimit) {
   if (!std::filesystem::exists(prlimit)) GTEST_SKIP() << "needs prlimit(1)";
   raise_own_fd_limit();
   FakeBackend backend;
-  const std::string via = std::filesystem::relative(prlimit, test::bin_dir()).string();
+  const std::string via = prlimit.string();
   std::vector<std::string> args{"--nofile=400", test::bin_dir() + "/platoon-server"};
   for (auto& a : server_args(backend.port(), {"--backend-connections", "8", "--carriers", "2"})) args.push_back(a);
   Child srv(via, args);
@@ -247,9 +239,8 @@ std::unique_ptr<Child> start_address_capped(int backend_port) {
   }
   if (idle_kb <= 0) return nullptr;
   const long limit_bytes = (idle_kb + kStacks * kStackKb) * 1024;
-  // Child runs programs from the test binary's directory; reach prlimit relative to it. prlimit
-  // sets the limit and execs the server, which keeps the pid.
-  const std::string via = std::filesystem::relative(kPrlimit, test::bin_dir()).string();
+  // prlimit sets the limit and execs the server, which keeps the pid.
+  const std::string via = kPrlimit.string();
   std::vector<std::string> args{"--as=" + std::to_string(limit_bytes), test::bin_dir() + "/platoon-server"};
   for (auto& a : server_args(backend_port)) args.push_back(a);
   return std::make_unique<Child>(via, args);
