@@ -125,6 +125,15 @@ size_t round_ringbuf(size_t bytes) {
 
 std::string errstr(int err) { return std::strerror(err < 0 ? -err : err); }
 
+// Why open() gave up, for its caller.
+struct OpenFailure {
+  OpenError kind = OpenError::other;
+  std::string message;
+};
+constexpr const char* kNeedRoot = "BPF needs root or CAP_BPF+CAP_PERFMON: run as root, or use --procfs";
+// No attempt will do better: the kernel refuses us, not the programs.
+bool permission_denied(int err) { return err == -EPERM || (err == -EACCES && geteuid() != 0); }
+
 using PairId = std::tuple<__u32, __u32, __u32>;  // tid, other, kind
 PairId pair_id(const platoon_pair_key& k) { return {k.tid, k.other, k.kind}; }
 
@@ -170,6 +179,15 @@ struct Collector::Impl {
       return -ECANCELED;
     }
   }
+
+  // open(): checks and loads (create), then attaches (attach).
+  static std::unique_ptr<Impl> create(const CollectorOptions& o, OpenFailure* f);
+  bool attach(bool events, OpenFailure* f);
+  // snapshot(): the steps after the threads.
+  void append_pairs(model::Snapshot& snap, const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs) const;
+  void forget_exited(const std::unordered_set<__u32>& exited,
+                     const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs);
+  void read_losses(model::Snapshot& snap) const;
 
   void attach_usdt(pid_t pid);
   void seed();
@@ -275,29 +293,71 @@ SkelPtr load_skeleton(const CollectorOptions& o, const std::string& comm, const 
   return skel;
 }
 
+// What the richest attempt that loaded left, or why none did.
+struct Loaded {
+  SkelPtr skel;
+  Plan plan;
+  Attempt attempt;
+  std::string reasons;  // of the richer attempts that failed: "tp_btf: ...; raw_tp: ..."
+  int err = 0;
+};
+
+// Attempts from the richest down: tp_btf, raw_tp (no trampolines needed), raw_tp without the
+// optional programs. The first that loads wins; what it drops is noted and its fields kept.
+Loaded load_with_fallback(const CollectorOptions& o, const std::string& comm, const KernelFeatures& kf,
+                          const Injected& inject, const std::string& events_dir) {
+  std::vector<Attempt> attempts;
+  if (!o.force_raw_tp && kf.tp_btf) attempts.push_back({false, true});
+  attempts.push_back({true, true});
+  attempts.push_back({true, false});
+  Loaded l;
+  for (const Attempt& a : attempts) {
+    l.plan = Plan{};
+    l.attempt = a;
+    l.skel = load_skeleton(o, comm, kf, inject, a, !events_dir.empty(), events_dir, &l.plan, &l.err);
+    if (l.skel || permission_denied(l.err)) break;
+    std::string reason = take_reason();
+    if (reason.empty()) reason = errstr(l.err);
+    const char* what = !a.raw_tp ? "tp_btf" : a.optional ? "raw_tp" : "raw_tp without epoll/usdt";
+    l.reasons += std::string(l.reasons.empty() ? "" : "; ") + what + ": " + reason;
+  }
+  return l;
+}
+
+OpenFailure load_failure(const Loaded& l, bool verbose) {
+  if (permission_denied(l.err)) return {OpenError::permission, kNeedRoot};
+  return {OpenError::unsupported, "the BPF programs do not load on this kernel (" + l.reasons + ")" +
+                                      (verbose ? "" : "; --verbose shows libbpf's log")};
+}
+
+// What the loaded attempt gave up, for notes().
+std::vector<std::string> load_notes(Loaded& l, const KernelFeatures& kf, const CollectorOptions& o) {
+  std::vector<std::string> notes;
+  if (!l.reasons.empty())
+    notes.push_back("bpf: " + l.reasons + "; using " +
+                    (l.attempt.optional ? "raw_tp" : "raw_tp without epoll and usdt (lacks: io, drain)"));
+  else if (!kf.tp_btf && !o.force_raw_tp)
+    notes.push_back("bpf: kernel has no BTF-typed tracepoints (5.5+): using raw_tp");
+  for (auto& n : l.plan.notes) notes.push_back(std::move(n));
+  return notes;
+}
+
 }  // namespace
 
-std::unique_ptr<Collector> Collector::open(const CollectorOptions& opts, OpenError* kind,
-                                           std::string* message) {
-  auto fail = [&](OpenError k, std::string m) -> std::unique_ptr<Collector> {
-    if (kind) *kind = k;
-    if (message) *message = std::move(m);
+std::unique_ptr<Collector::Impl> Collector::Impl::create(const CollectorOptions& o, OpenFailure* f) {
+  auto fail = [f](OpenError k, std::string m) {
+    *f = {k, std::move(m)};
     return nullptr;
   };
-  if (kind) *kind = OpenError::none;
-  g_verbose.store(opts.verbose);
-  libbpf_set_print(libbpf_print);
-
   if (access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     return fail(OpenError::no_btf, "kernel has no BTF (/sys/kernel/btf/vmlinux): use --procfs");
-  for (pid_t pid : opts.pids)
+  for (pid_t pid : o.pids)
     if (!process_exists(pid)) return fail(OpenError::no_such_process, "no such process: " + std::to_string(pid));
-  if (opts.pids.empty() && opts.comm.empty())
-    return fail(OpenError::other, "no target: give pids or a comm");
+  if (o.pids.empty() && o.comm.empty()) return fail(OpenError::other, "no target: give pids or a comm");
 
   auto impl = std::make_unique<Impl>();
-  impl->opts = opts;
-  impl->comm = opts.comm.substr(0, PLATOON_COMM_LEN - 1);
+  impl->opts = o;
+  impl->comm = o.comm.substr(0, PLATOON_COMM_LEN - 1);
   impl->ncpus = std::max(1, libbpf_num_possible_cpus());
 
   std::string tracefs_error;
@@ -309,58 +369,46 @@ std::unique_ptr<Collector> Collector::open(const CollectorOptions& opts, OpenErr
   if (!kf.boot_clock)
     return fail(OpenError::unsupported, "kernel lacks bpf_ktime_get_boot_ns (5.8+), the programs' clock");
 
-  // Attempts from the richest down: tp_btf, raw_tp (no trampolines needed), raw_tp without the
-  // optional programs. The first that loads wins; what it drops is noted and its fields kept.
-  std::vector<Attempt> attempts;
-  if (!opts.force_raw_tp && kf.tp_btf) attempts.push_back({false, true});
-  attempts.push_back({true, true});
-  attempts.push_back({true, false});
-  int err = 0;
-  SkelPtr skel;
-  Plan plan;
-  std::string reasons;
-  const Attempt* loaded = nullptr;
-  for (const Attempt& a : attempts) {
-    plan = Plan{};
-    skel = load_skeleton(opts, impl->comm, kf, inject, a, !events_dir.empty(), events_dir, &plan, &err);
-    if (skel) {
-      loaded = &a;
-      break;
-    }
-    if (err == -EPERM || (err == -EACCES && geteuid() != 0)) break;
-    std::string reason = take_reason();
-    if (reason.empty()) reason = errstr(err);
-    const char* what = !a.raw_tp ? "tp_btf" : a.optional ? "raw_tp" : "raw_tp without epoll/usdt";
-    reasons += std::string(reasons.empty() ? "" : "; ") + what + ": " + reason;
+  Loaded loaded = load_with_fallback(o, impl->comm, kf, inject, events_dir);
+  if (!loaded.skel) {
+    *f = load_failure(loaded, o.verbose);
+    return nullptr;
   }
-  if (!skel) {
-    if (err == -EPERM || (err == -EACCES && geteuid() != 0))
-      return fail(OpenError::permission, "BPF needs root or CAP_BPF+CAP_PERFMON: run as root, or use --procfs");
-    return fail(OpenError::unsupported, "the BPF programs do not load on this kernel (" + reasons + ")" +
-                                            (opts.verbose ? "" : "; --verbose shows libbpf's log"));
-  }
-  if (!reasons.empty()) impl->notes.push_back("bpf: " + reasons + "; using " +
-                                              (loaded->optional ? "raw_tp" : "raw_tp without epoll and usdt (lacks: io, drain)"));
-  else if (!kf.tp_btf && !opts.force_raw_tp)
-    impl->notes.push_back("bpf: kernel has no BTF-typed tracepoints (5.5+): using raw_tp");
-  for (auto& n : plan.notes) impl->notes.push_back(std::move(n));
-  impl->fields = plan.fields;
-  impl->usdt = plan.usdt;
-  const bool raw_tp = loaded->raw_tp;
-  impl->skel = std::move(skel);
-  impl->raw_tp = raw_tp;
+  for (auto& n : load_notes(loaded, kf, o)) impl->notes.push_back(std::move(n));
+  impl->fields = loaded.plan.fields;
+  impl->usdt = loaded.plan.usdt;
+  impl->skel = std::move(loaded.skel);
+  impl->raw_tp = loaded.attempt.raw_tp;
+  if (!impl->attach(loaded.plan.events, f)) return nullptr;
+  return impl;
+}
 
+// Targets the given pids, attaches the programs and, when recording, opens the ring buffer.
+bool Collector::Impl::attach(bool events, OpenFailure* f) {
   for (pid_t pid : opts.pids)
-    if (!impl->target(pid)) return fail(OpenError::other, "cannot add target " + std::to_string(pid) + ": target map full");
-
-  err = platoon_bpf__attach(impl->skel.get());
-  if (err) {
-    if (err == -EPERM) return fail(OpenError::permission, "BPF needs root or CAP_BPF+CAP_PERFMON: run as root, or use --procfs");
-    return fail(OpenError::other, "cannot attach the BPF programs: " + errstr(err));
+    if (!target(pid)) return *f = {OpenError::other, "cannot add target " + std::to_string(pid) + ": target map full"}, false;
+  if (const int err = platoon_bpf__attach(skel.get())) {
+    if (err == -EPERM) return *f = {OpenError::permission, kNeedRoot}, false;
+    return *f = {OpenError::other, "cannot attach the BPF programs: " + errstr(err)}, false;
   }
-  if (plan.events) {
-    impl->ring.reset(ring_buffer__new(bpf_map__fd(impl->skel->maps.events), Impl::on_record, impl.get(), nullptr));
-    if (!impl->ring) return fail(OpenError::other, "cannot open the ring buffer: " + errstr(errno));
+  if (events) {
+    ring.reset(ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, this, nullptr));
+    if (!ring) return *f = {OpenError::other, "cannot open the ring buffer: " + errstr(errno)}, false;
+  }
+  return true;
+}
+
+std::unique_ptr<Collector> Collector::open(const CollectorOptions& opts, OpenError* kind,
+                                           std::string* message) {
+  if (kind) *kind = OpenError::none;
+  g_verbose.store(opts.verbose);
+  libbpf_set_print(libbpf_print);
+  OpenFailure failure;
+  std::unique_ptr<Impl> impl = Impl::create(opts, &failure);
+  if (!impl) {
+    if (kind) *kind = failure.kind;
+    if (message) *message = std::move(failure.message);
+    return nullptr;
   }
 
   std::unique_ptr<Collector> c(new Collector(std::move(impl)));
@@ -556,79 +604,57 @@ const char* Collector::attach_mode() const { return impl_->raw_tp ? "raw_tp" : "
 
 std::vector<std::string> Collector::notes() const { return impl_->notes; }
 
-model::Snapshot Collector::snapshot() {
-  model::Snapshot snap;
-  snap.source = model::Source::bpf;
-  snap.fields = impl_->fields;
-  platoon_bpf* s = impl_->skel.get();
+namespace {
 
-  // Copy every entry first, then take the clock: every in-flight start is then <= now.
+std::vector<platoon_thread_stats> read_stats(int fd) {
   std::vector<platoon_thread_stats> values;
-  {
-    const int fd = bpf_map__fd(s->maps.stats);
-    __u32 key = 0, next = 0;
-    const __u32* prev = nullptr;
-    while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-      platoon_thread_stats v;
-      if (bpf_map_lookup_elem(fd, &next, &v) == 0) values.push_back(v);
-      key = next;
-      prev = &key;
-    }
+  __u32 key = 0, next = 0;
+  const __u32* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    platoon_thread_stats v;
+    if (bpf_map_lookup_elem(fd, &next, &v) == 0) values.push_back(v);
+    key = next;
+    prev = &key;
   }
-  const std::vector<std::pair<platoon_pair_key, platoon_pair_value>> pair_values = impl_->read_pairs();
-  const uint64_t now = boottime_ns();
-  snap.ts_ns = now;
+  return values;
+}
 
-  std::unordered_set<__u32> exited;
-  snap.threads.reserve(values.size());
-  for (const platoon_thread_stats& v : values) {
-    model::ThreadSample t;
-    t.tid = v.tid;
-    t.pid = v.pid;
-    t.comm.assign(v.comm, strnlen(v.comm, sizeof v.comm));
-    if (t.comm.empty()) t.comm = thread_comm(static_cast<pid_t>(v.pid), static_cast<pid_t>(v.tid));
-    t.exited = v.exited != 0;
-    t.first_seen_ns = v.first_seen_ns;
-    t.last_cpu = v.last_cpu;
-    t.run_ns = v.run_ns;
-    t.wait_ns = v.wait_ns;
-    // The interval in progress counts up to now, so a thread that never switches (a spinner
-    // alone on its CPU) still shows its time. The copy may be torn against a concurrent
-    // update; the start <= now check keeps a torn read from adding garbage.
-    if (!t.exited && v.on_cpu && v.run_start_ns && v.run_start_ns <= now) t.run_ns += now - v.run_start_ns;
-    if (!t.exited && v.runnable && v.wait_start_ns && v.wait_start_ns <= now) t.wait_ns += now - v.wait_start_ns;
-    t.switches_voluntary = v.switches_voluntary;
-    t.switches_involuntary = v.switches_involuntary;
-    t.switch_ins = v.switch_ins;
-    t.migrations = v.migrations;
-    t.wakeups = v.wakeups;
-    t.runq_max_ns = v.runq_max_ns;
-    std::copy(std::begin(v.runq_hist), std::end(v.runq_hist), t.runq_hist.begin());
-    const int cpus = std::min({impl_->ncpus, PLATOON_MAX_CPUS, static_cast<int>(impl_->opts.cpu_slots)});
-    t.cpu_switch_ins.assign(v.cpu_switch_ins, v.cpu_switch_ins + cpus);
-    t.cpu_overflow = v.cpu_overflow;
-    t.io_cycles = v.io_cycles;
-    t.io_events = v.io_events;
-    t.io_blocked_ns = v.io_blocked_ns;
-    if (v.epoll_enter_ns && v.epoll_enter_ns <= now && !t.exited) t.io_blocked_ns += now - v.epoll_enter_ns;
-    std::copy(std::begin(v.io_events_hist), std::end(v.io_events_hist), t.io_events_hist.begin());
-    t.drains = v.drains;
-    t.drain_depth_sum = v.drain_depth_sum;
-    std::copy(std::begin(v.drain_depth_hist), std::end(v.drain_depth_hist), t.drain_depth_hist.begin());
-    t.drain_fibers_run = v.drain_fibers_run;
-    t.drain_ns = v.drain_ns;
-    t.steals = v.steals;
-    t.stolen_fibers = v.stolen_fibers;
-    t.polls = v.polls;
-    t.poll_events = v.poll_events;
-    if (t.exited) exited.insert(v.tid);
-    snap.threads.push_back(std::move(t));
-  }
-  std::sort(snap.threads.begin(), snap.threads.end(),
-            [](const model::ThreadSample& a, const model::ThreadSample& b) { return a.tid < b.tid; });
+// One kernel entry as a sample. The field list's quantities carry the same names in the
+// kernel's struct: they are copied by the list; per-CPU arrays keep the first `cpus` slots.
+model::ThreadSample thread_sample(const platoon_thread_stats& v, uint64_t now, int cpus) {
+  model::ThreadSample t;
+  t.tid = v.tid;
+  t.pid = v.pid;
+  t.comm.assign(v.comm, strnlen(v.comm, sizeof v.comm));
+  if (t.comm.empty()) t.comm = thread_comm(static_cast<pid_t>(v.pid), static_cast<pid_t>(v.tid));
+  t.exited = v.exited != 0;
+  t.first_seen_ns = v.first_seen_ns;
+  t.last_cpu = v.last_cpu;
+#define PLATOON_COPY_U64(name) t.name = v.name;
+#define PLATOON_COPY_HIST(name, slots)                                           \
+  static_assert(sizeof v.name == sizeof t.name, #name ": kernel and model slots differ"); \
+  std::copy(std::begin(v.name), std::end(v.name), t.name.begin());
+#define PLATOON_COPY_PER_CPU(name) t.name.assign(v.name, v.name + cpus);
+  PLATOON_THREAD_FIELDS(PLATOON_COPY_U64, PLATOON_COPY_U64, PLATOON_COPY_HIST, PLATOON_COPY_PER_CPU)
+#undef PLATOON_COPY_U64
+#undef PLATOON_COPY_HIST
+#undef PLATOON_COPY_PER_CPU
+  t.cpu_overflow = v.cpu_overflow;
+  // The interval in progress counts up to now, so a thread that never switches (a spinner
+  // alone on its CPU) still shows its time. The copy may be torn against a concurrent
+  // update; the start <= now check keeps a torn read from adding garbage.
+  if (!t.exited && v.on_cpu && v.run_start_ns && v.run_start_ns <= now) t.run_ns += now - v.run_start_ns;
+  if (!t.exited && v.runnable && v.wait_start_ns && v.wait_start_ns <= now) t.wait_ns += now - v.wait_start_ns;
+  if (v.epoll_enter_ns && v.epoll_enter_ns <= now && !t.exited) t.io_blocked_ns += now - v.epoll_enter_ns;
+  return t;
+}
 
-  // Kernel pairs plus what aged out of the map for the same key (or was folded into "[aged]").
-  snap.pairs.reserve(pair_values.size() + impl_->retired.size());
+}  // namespace
+
+// Kernel pairs plus what aged out of the map for the same key (or was folded into "[aged]").
+void Collector::Impl::append_pairs(model::Snapshot& snap,
+                                   const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs) const {
+  snap.pairs.reserve(pairs.size() + retired.size());
   auto emit = [&](__u32 tid, __u32 other, __u32 kind, const platoon_pair_value& v, const platoon_pair_value* more) {
     model::PairSample p;
     p.tid = tid;
@@ -641,30 +667,33 @@ model::Snapshot Collector::snapshot() {
     snap.pairs.push_back(std::move(p));
   };
   std::set<PairId> in_kernel;
-  for (const auto& [k, v] : pair_values) {
-    auto r = impl_->retired.find(pair_id(k));
-    emit(k.tid, k.other, k.kind, v, r == impl_->retired.end() ? nullptr : &r->second);
+  for (const auto& [k, v] : pairs) {
+    auto r = retired.find(pair_id(k));
+    emit(k.tid, k.other, k.kind, v, r == retired.end() ? nullptr : &r->second);
     in_kernel.insert(pair_id(k));
   }
-  for (const auto& [id, v] : impl_->retired)
+  for (const auto& [id, v] : retired)
     if (!in_kernel.count(id)) emit(std::get<0>(id), std::get<1>(id), std::get<2>(id), v, nullptr);
+}
 
-  // Exited threads have now been reported: their entries (and pairs, here and aged) go.
-  for (__u32 tid : exited) bpf_map_delete_elem(bpf_map__fd(s->maps.stats), &tid);
-  if (!exited.empty()) {
-    for (const auto& [k, v] : pair_values)
-      if (exited.count(k.tid)) bpf_map_delete_elem(bpf_map__fd(s->maps.pairs), &k);
-    for (auto it = impl_->retired.begin(); it != impl_->retired.end();)
-      it = exited.count(std::get<0>(it->first)) ? impl_->retired.erase(it) : std::next(it);
-  }
-  impl_->age_pairs(pair_values, now);
+// Exited threads have now been reported: their entries (and pairs, here and aged) go.
+void Collector::Impl::forget_exited(const std::unordered_set<__u32>& exited,
+                                    const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs) {
+  for (__u32 tid : exited) bpf_map_delete_elem(bpf_map__fd(skel->maps.stats), &tid);
+  if (exited.empty()) return;
+  for (const auto& [k, v] : pairs)
+    if (exited.count(k.tid)) bpf_map_delete_elem(bpf_map__fd(skel->maps.pairs), &k);
+  for (auto it = retired.begin(); it != retired.end();)
+    it = exited.count(std::get<0>(it->first)) ? retired.erase(it) : std::next(it);
+}
 
-  // Losses: the per-CPU drop counters, summed over CPUs except the ring buffer's (per CPU).
-  std::vector<uint64_t> per_cpu(static_cast<size_t>(impl_->ncpus));
-  snap.lost_events_per_cpu.assign(static_cast<size_t>(impl_->ncpus), 0);
+// Losses: the per-CPU drop counters, summed over CPUs except the ring buffer's (per CPU).
+void Collector::Impl::read_losses(model::Snapshot& snap) const {
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus));
+  snap.lost_events_per_cpu.assign(static_cast<size_t>(ncpus), 0);
   for (__u32 kind = 0; kind < PLATOON_DROP_KINDS; ++kind) {
     std::fill(per_cpu.begin(), per_cpu.end(), 0);
-    if (bpf_map_lookup_elem(bpf_map__fd(s->maps.drops), &kind, per_cpu.data()) != 0) continue;
+    if (bpf_map_lookup_elem(bpf_map__fd(skel->maps.drops), &kind, per_cpu.data()) != 0) continue;
     uint64_t sum = 0;
     for (uint64_t n : per_cpu) sum += n;
     switch (kind) {
@@ -675,6 +704,33 @@ model::Snapshot Collector::snapshot() {
       default: break;
     }
   }
+}
+
+model::Snapshot Collector::snapshot() {
+  model::Snapshot snap;
+  snap.source = model::Source::bpf;
+  snap.fields = impl_->fields;
+
+  // Copy every entry first, then take the clock: every in-flight start is then <= now.
+  const std::vector<platoon_thread_stats> values = read_stats(bpf_map__fd(impl_->skel->maps.stats));
+  const std::vector<std::pair<platoon_pair_key, platoon_pair_value>> pair_values = impl_->read_pairs();
+  const uint64_t now = boottime_ns();
+  snap.ts_ns = now;
+
+  const int cpus = std::min({impl_->ncpus, PLATOON_MAX_CPUS, static_cast<int>(impl_->opts.cpu_slots)});
+  std::unordered_set<__u32> exited;
+  snap.threads.reserve(values.size());
+  for (const platoon_thread_stats& v : values) {
+    snap.threads.push_back(thread_sample(v, now, cpus));
+    if (snap.threads.back().exited) exited.insert(v.tid);
+  }
+  std::sort(snap.threads.begin(), snap.threads.end(),
+            [](const model::ThreadSample& a, const model::ThreadSample& b) { return a.tid < b.tid; });
+
+  impl_->append_pairs(snap, pair_values);
+  impl_->forget_exited(exited, pair_values);
+  impl_->age_pairs(pair_values, now);
+  impl_->read_losses(snap);
   return snap;
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bpf/platoon.h"
+#include "bpf/snapshot/thread_fields.hpp"
 
 namespace platoon::model {
 
@@ -39,6 +40,7 @@ enum Field : uint32_t {
 std::vector<std::string> missing_fields(uint32_t fields);
 
 struct ThreadSample {
+  // Identity and state: not counters; whoever copies, subtracts or stores a sample names them.
   uint32_t tid = 0;
   uint32_t pid = 0;
   std::string comm;
@@ -46,33 +48,37 @@ struct ThreadSample {
   uint64_t first_seen_ns = 0;           // CLOCK_BOOTTIME, when the producer first saw it
   uint32_t last_cpu = 0;
 
-  uint64_t run_ns = 0;
-  uint64_t wait_ns = 0;
-  uint64_t switches_voluntary = 0;
-  uint64_t switches_involuntary = 0;
-  uint64_t switch_ins = 0;
-  uint64_t migrations = 0;
-  uint64_t wakeups = 0;
-  uint64_t runq_max_ns = 0;
-  std::array<uint64_t, kRunqSlots> runq_hist{};
-  std::vector<uint64_t> cpu_switch_ins;  // index = CPU; may be shorter than the CPU count
+  // The cumulative quantities, one member per entry of the list in thread_fields.hpp.
+#define PLATOON_DECLARE_U64(name) uint64_t name = 0;
+#define PLATOON_DECLARE_HIST(name, slots) std::array<uint64_t, slots> name{};
+#define PLATOON_DECLARE_PER_CPU(name) std::vector<uint64_t> name;
+  PLATOON_THREAD_FIELDS(PLATOON_DECLARE_U64, PLATOON_DECLARE_U64, PLATOON_DECLARE_HIST, PLATOON_DECLARE_PER_CPU)
+#undef PLATOON_DECLARE_U64
+#undef PLATOON_DECLARE_HIST
+#undef PLATOON_DECLARE_PER_CPU
+
+  // A counter outside the list: the trace format stores it in the SNAP chunk's minor-1 tail.
   uint64_t cpu_overflow = 0;            // switch-ins on CPUs without a slot (>= kMaxCpus)
-
-  uint64_t io_cycles = 0;
-  uint64_t io_events = 0;
-  uint64_t io_blocked_ns = 0;
-  std::array<uint64_t, kBatchSlots> io_events_hist{};
-
-  uint64_t drains = 0;
-  uint64_t drain_depth_sum = 0;
-  std::array<uint64_t, kBatchSlots> drain_depth_hist{};
-  uint64_t drain_fibers_run = 0;
-  uint64_t drain_ns = 0;
-  uint64_t steals = 0;
-  uint64_t stolen_fibers = 0;
-  uint64_t polls = 0;
-  uint64_t poll_events = 0;
 };
+
+// Calls, in the list's order (the trace format's), one of the visitor's
+//   counter(uint64_t ThreadSample::*, const char* name)
+//   maximum(uint64_t ThreadSample::*, const char* name)
+//   hist(std::array<uint64_t, N> ThreadSample::*, const char* name)
+//   per_cpu(std::vector<uint64_t> ThreadSample::*, const char* name)
+// for each entry of PLATOON_THREAD_FIELDS. The fields outside the list are not visited.
+template <typename Visitor>
+void for_each_thread_field(Visitor&& v) {
+#define PLATOON_VISIT_COUNTER(name) v.counter(&ThreadSample::name, #name);
+#define PLATOON_VISIT_MAX(name) v.maximum(&ThreadSample::name, #name);
+#define PLATOON_VISIT_HIST(name, slots) v.hist(&ThreadSample::name, #name);
+#define PLATOON_VISIT_PER_CPU(name) v.per_cpu(&ThreadSample::name, #name);
+  PLATOON_THREAD_FIELDS(PLATOON_VISIT_COUNTER, PLATOON_VISIT_MAX, PLATOON_VISIT_HIST, PLATOON_VISIT_PER_CPU)
+#undef PLATOON_VISIT_COUNTER
+#undef PLATOON_VISIT_MAX
+#undef PLATOON_VISIT_HIST
+#undef PLATOON_VISIT_PER_CPU
+}
 
 enum class PairKind : uint8_t { preempted_by = PLATOON_PAIR_PREEMPTED_BY, woken_by = PLATOON_PAIR_WOKEN_BY };
 

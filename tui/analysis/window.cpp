@@ -16,48 +16,31 @@ namespace {
 // smaller end value: clamp at zero instead of wrapping to 2^64.
 uint64_t sub(uint64_t end, uint64_t base) { return end > base ? end - base : 0; }
 
-template <size_t N>
-void sub_array(std::array<uint64_t, N>& out, const std::array<uint64_t, N>& end,
-               const std::array<uint64_t, N>& base) {
-  for (size_t i = 0; i < N; ++i) out[i] = sub(end[i], base[i]);
-}
+// Makes a copy of the later sample a window's: each quantity of the field list becomes later
+// minus earlier.
+struct Subtract {
+  ThreadSample& d;
+  const ThreadSample& base;
 
-ThreadSample subtract(const ThreadSample& end, const ThreadSample& base) {
-  ThreadSample d;
-  d.tid = end.tid;
-  d.pid = end.pid;
-  d.comm = end.comm;
-  d.exited = end.exited;
-  d.first_seen_ns = end.first_seen_ns;
-  d.last_cpu = end.last_cpu;
-  d.run_ns = sub(end.run_ns, base.run_ns);
-  d.wait_ns = sub(end.wait_ns, base.wait_ns);
-  d.switches_voluntary = sub(end.switches_voluntary, base.switches_voluntary);
-  d.switches_involuntary = sub(end.switches_involuntary, base.switches_involuntary);
-  d.switch_ins = sub(end.switch_ins, base.switch_ins);
-  d.migrations = sub(end.migrations, base.migrations);
-  d.wakeups = sub(end.wakeups, base.wakeups);
+  void counter(uint64_t ThreadSample::*m, const char*) { d.*m = sub(d.*m, base.*m); }
   // A maximum has no delta: keep the cumulative one; derive() decides what the window knows.
-  d.runq_max_ns = end.runq_max_ns;
-  sub_array(d.runq_hist, end.runq_hist, base.runq_hist);
-  d.cpu_switch_ins.resize(end.cpu_switch_ins.size());
-  for (size_t i = 0; i < end.cpu_switch_ins.size(); ++i) {
-    d.cpu_switch_ins[i] = sub(end.cpu_switch_ins[i], i < base.cpu_switch_ins.size() ? base.cpu_switch_ins[i] : 0);
+  void maximum(uint64_t ThreadSample::*, const char*) {}
+  template <size_t N>
+  void hist(std::array<uint64_t, N> ThreadSample::*m, const char*) {
+    for (size_t i = 0; i < N; ++i) (d.*m)[i] = sub((d.*m)[i], (base.*m)[i]);
   }
+  // The lists may differ in length (a producer that learned of more CPUs): the later one's counts.
+  void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char*) {
+    const std::vector<uint64_t>& b = base.*m;
+    for (size_t i = 0; i < (d.*m).size() && i < b.size(); ++i) (d.*m)[i] = sub((d.*m)[i], b[i]);
+  }
+};
+
+// Identity and state (tid, comm, exited, ...) are the later sample's.
+ThreadSample subtract(const ThreadSample& end, const ThreadSample& base) {
+  ThreadSample d = end;
+  for_each_thread_field(Subtract{d, base});
   d.cpu_overflow = sub(end.cpu_overflow, base.cpu_overflow);
-  d.io_cycles = sub(end.io_cycles, base.io_cycles);
-  d.io_events = sub(end.io_events, base.io_events);
-  d.io_blocked_ns = sub(end.io_blocked_ns, base.io_blocked_ns);
-  sub_array(d.io_events_hist, end.io_events_hist, base.io_events_hist);
-  d.drains = sub(end.drains, base.drains);
-  d.drain_depth_sum = sub(end.drain_depth_sum, base.drain_depth_sum);
-  sub_array(d.drain_depth_hist, end.drain_depth_hist, base.drain_depth_hist);
-  d.drain_fibers_run = sub(end.drain_fibers_run, base.drain_fibers_run);
-  d.drain_ns = sub(end.drain_ns, base.drain_ns);
-  d.steals = sub(end.steals, base.steals);
-  d.stolen_fibers = sub(end.stolen_fibers, base.stolen_fibers);
-  d.polls = sub(end.polls, base.polls);
-  d.poll_events = sub(end.poll_events, base.poll_events);
   return d;
 }
 

@@ -125,7 +125,21 @@ void cpu_list(ByteReader& r, std::vector<uint64_t>& v, Keep& keep) {
   if (keep.out) keep.out->cut_cpu_slots += dropped;
 }
 
-// Mirrors encode_thread in trace_writer.cpp field by field.
+// The field list's quantities, in its order (which is the format's).
+struct DecodeFields {
+  ByteReader& r;
+  ThreadSample& t;
+  Keep& keep;
+
+  void counter(uint64_t ThreadSample::*m, const char*) { t.*m = r.varint(); }
+  void maximum(uint64_t ThreadSample::*m, const char*) { t.*m = r.varint(); }
+  template <size_t N>
+  void hist(std::array<uint64_t, N> ThreadSample::*m, const char*) { r.hist(t.*m); }
+  void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char*) { cpu_list(r, t.*m, keep); }
+};
+
+// Mirrors encode_thread in trace_writer.cpp field by field; cpu_overflow comes from the
+// snapshot's minor-1 tail (decode_snapshot).
 bool decode_thread(ByteReader& r, ThreadSample& t, Keep& keep) {
   t.tid = r.varint32();
   t.pid = r.varint32();
@@ -135,29 +149,7 @@ bool decode_thread(ByteReader& r, ThreadSample& t, Keep& keep) {
   t.exited = flags == 1;
   t.first_seen_ns = r.varint();
   t.last_cpu = r.varint32();
-  t.run_ns = r.varint();
-  t.wait_ns = r.varint();
-  t.switches_voluntary = r.varint();
-  t.switches_involuntary = r.varint();
-  t.switch_ins = r.varint();
-  t.migrations = r.varint();
-  t.wakeups = r.varint();
-  t.runq_max_ns = r.varint();
-  r.hist(t.runq_hist);
-  cpu_list(r, t.cpu_switch_ins, keep);
-  t.io_cycles = r.varint();
-  t.io_events = r.varint();
-  t.io_blocked_ns = r.varint();
-  r.hist(t.io_events_hist);
-  t.drains = r.varint();
-  t.drain_depth_sum = r.varint();
-  r.hist(t.drain_depth_hist);
-  t.drain_fibers_run = r.varint();
-  t.drain_ns = r.varint();
-  t.steals = r.varint();
-  t.stolen_fibers = r.varint();
-  t.polls = r.varint();
-  t.poll_events = r.varint();
+  for_each_thread_field(DecodeFields{r, t, keep});
   return r.ok();
 }
 

@@ -81,7 +81,20 @@ void encode_meta(ByteWriter& w, const TraceMeta& m) {
   for (size_t i = 0; i < nwords; ++i) w.str(m.command[i]);
 }
 
-// Field order is the format (docs/trace-format.md, "SNAP"); trace_reader.cpp mirrors it.
+// The field list's quantities, in its order (which is the format's).
+struct EncodeFields {
+  ByteWriter& w;
+  const ThreadSample& t;
+
+  void counter(uint64_t ThreadSample::*m, const char*) { w.varint(t.*m); }
+  void maximum(uint64_t ThreadSample::*m, const char*) { w.varint(t.*m); }
+  template <size_t N>
+  void hist(std::array<uint64_t, N> ThreadSample::*m, const char*) { w.hist(t.*m); }
+  void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char*) { w.list(t.*m); }
+};
+
+// Field order is the format (docs/trace-format.md, "SNAP"); trace_reader.cpp mirrors it. The
+// thread's cpu_overflow goes in the snapshot's minor-1 tail (encode_snapshot).
 void encode_thread(ByteWriter& w, const ThreadSample& t) {
   w.varint(t.tid);
   w.varint(t.pid);
@@ -89,29 +102,7 @@ void encode_thread(ByteWriter& w, const ThreadSample& t) {
   w.u8(t.exited ? 1 : 0);
   w.varint(t.first_seen_ns);
   w.varint(t.last_cpu);
-  w.varint(t.run_ns);
-  w.varint(t.wait_ns);
-  w.varint(t.switches_voluntary);
-  w.varint(t.switches_involuntary);
-  w.varint(t.switch_ins);
-  w.varint(t.migrations);
-  w.varint(t.wakeups);
-  w.varint(t.runq_max_ns);
-  w.hist(t.runq_hist);
-  w.list(t.cpu_switch_ins);
-  w.varint(t.io_cycles);
-  w.varint(t.io_events);
-  w.varint(t.io_blocked_ns);
-  w.hist(t.io_events_hist);
-  w.varint(t.drains);
-  w.varint(t.drain_depth_sum);
-  w.hist(t.drain_depth_hist);
-  w.varint(t.drain_fibers_run);
-  w.varint(t.drain_ns);
-  w.varint(t.steals);
-  w.varint(t.stolen_fibers);
-  w.varint(t.polls);
-  w.varint(t.poll_events);
+  for_each_thread_field(EncodeFields{w, t});
 }
 
 void encode_pair(ByteWriter& w, const PairSample& p) {

@@ -1,0 +1,51 @@
+// The cumulative per-thread quantities of a ThreadSample, listed once. The struct's members,
+// the BPF collector's copy from the kernel map value, a window's subtraction and the trace
+// codec (writer and reader) all expand this list, so adding a quantity here is adding it to
+// all of them; tests/model/trace_file_test.cpp ("EveryListedFieldRoundTrips") guards the codec.
+//
+// THE ORDER IS THE TRACE FORMAT: it is the order of a thread's counters in a SNAP chunk
+// (docs/trace-format.md, "thread :="), after the identity fields. Append only; moving an
+// entry changes the bytes of every recording (a new major version).
+//
+// Each entry names its kind, and every user of the list says what each kind means to it:
+//   COUNTER(name)        uint64_t that only grows; a window holds later - earlier
+//   MAX(name)            uint64_t, the largest value seen; a window keeps the later one
+//   HIST(name, slots)    std::array<uint64_t, slots> of counters, one per slot
+//   PER_CPU(name)        std::vector<uint64_t>, one counter per CPU; its length varies with the
+//                        producer, so each user handles it by name
+// Every name is also the kernel's, in struct platoon_thread_stats (bpf/platoon.h).
+//
+// Not in the list, handled by name everywhere: the identity and state fields (tid, pid, comm,
+// exited, first_seen_ns, last_cpu), and cpu_overflow, which the format stores in the SNAP
+// chunk's minor-1 tail instead of among these.
+#pragma once
+
+#define PLATOON_THREAD_FIELDS(COUNTER, MAX, HIST, PER_CPU)                                 \
+  /* scheduler (kFieldRunWait, kFieldSwitches, kFieldMigrations, kFieldWakeups) */          \
+  COUNTER(run_ns)                /* on-CPU time */                                          \
+  COUNTER(wait_ns)               /* runnable but not running */                             \
+  COUNTER(switches_voluntary)    /* switched out blocking */                                \
+  COUNTER(switches_involuntary)  /* switched out still runnable */                          \
+  COUNTER(switch_ins)                                                                       \
+  COUNTER(migrations)                                                                       \
+  COUNTER(wakeups)                                                                          \
+  /* run-queue latency (kFieldRunqHist) */                                                  \
+  MAX(runq_max_ns)                                                                          \
+  HIST(runq_hist, kRunqSlots)    /* log2 ns */                                              \
+  /* switch-ins by CPU (kFieldCpuDist); index = CPU, may be shorter than the CPU count */   \
+  PER_CPU(cpu_switch_ins)                                                                   \
+  /* epoll (kFieldIo) */                                                                    \
+  COUNTER(io_cycles)             /* calls that returned >= 0 */                             \
+  COUNTER(io_events)             /* ready events they returned */                           \
+  COUNTER(io_blocked_ns)         /* time inside the calls */                                \
+  HIST(io_events_hist, kBatchSlots)                                                         \
+  /* runtime USDT probes (kFieldDrain) */                                                   \
+  COUNTER(drains)                                                                           \
+  COUNTER(drain_depth_sum)                                                                  \
+  HIST(drain_depth_hist, kBatchSlots)                                                       \
+  COUNTER(drain_fibers_run)                                                                 \
+  COUNTER(drain_ns)                                                                         \
+  COUNTER(steals)                /* steal operations as thief */                            \
+  COUNTER(stolen_fibers)                                                                    \
+  COUNTER(polls)                                                                            \
+  COUNTER(poll_events)
