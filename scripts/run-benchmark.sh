@@ -68,15 +68,6 @@ mkdir -p "$out" || die "cannot create $out"
 trap stop_all EXIT
 trap 'echo "run-benchmark: interrupted" >&2; exit 130' INT TERM
 
-wait_port() {  # LOG -> prints the port from a "listening on HOST:PORT" line
-  for _ in $(seq 100); do
-    p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" 2>/dev/null | head -1 | sed 's/.*://')
-    [ -n "$p" ] && { echo "$p"; return 0; }
-    sleep 0.1
-  done
-  return 1
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 cat > "$out/benchmark-config.txt" <<CFG
 date=$(date -Is)

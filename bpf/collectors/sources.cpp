@@ -65,22 +65,6 @@ class ProcfsSource final : public model::SnapshotSource {
   std::string reason_;   // why BPF was not used, when it was tried
 };
 
-CollectorOptions collector_options(const SourceOptions& opt) {
-  CollectorOptions co;
-  co.pids = opt.pids;
-  co.comm = opt.comm;
-  co.record_events = opt.record_events;
-  co.ringbuf_bytes = opt.ringbuf_bytes;
-  co.verbose = opt.verbose;
-  co.force_raw_tp = opt.raw_tp;
-  co.attach_usdt = opt.usdt;
-  co.follow_forks = opt.follow_forks;
-  if (opt.threads_max) co.threads_max = opt.threads_max;
-  if (opt.pairs_max) co.pairs_max = opt.pairs_max;
-  if (opt.pair_idle_s > 0) co.pair_idle_s = opt.pair_idle_s;
-  return co;
-}
-
 }  // namespace
 
 std::unique_ptr<model::SnapshotSource> open_procfs_source(const SourceOptions& opt, std::string& error,
@@ -98,7 +82,7 @@ std::unique_ptr<model::SnapshotSource> open_source(const SourceOptions& opt, std
   if (opt.procfs) return open_procfs_source(opt, error);
   OpenError kind = OpenError::none;
   std::string message;
-  if (auto c = Collector::open(collector_options(opt), &kind, &message))
+  if (auto c = Collector::open(opt, &kind, &message))
     return std::make_unique<BpfSource>(std::move(c), opt.record_events);
   // Without BPF privileges or BTF the same tables come from /proc, with fewer fields; anything
   // else is a real failure and is reported as such.

@@ -11,23 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "bpf/collectors/collector.hpp"
 #include "bpf/snapshot/source.hpp"
 
 namespace platoon::bpf {
 
-struct SourceOptions {
-  std::vector<pid_t> pids;      // target processes (for -- CMD, the launched child)
-  std::string comm;             // and/or: processes with this name, now and later
-  bool follow_forks = false;    // processes the targets fork become targets
+// What to watch and how: the collector's options, plus the choice of procfs (which reads only
+// pids, comm and follow_forks of them).
+struct SourceOptions : CollectorOptions {
   bool procfs = false;          // sample /proc instead of loading BPF
-  bool record_events = false;   // raw events (BPF only)
-  size_t ringbuf_bytes = 16u << 20;
-  bool raw_tp = false;          // force the raw_tp attach (tests and old kernels)
-  bool verbose = false;         // libbpf's own messages
-  bool usdt = true;             // the runtime's USDT probes, when the target has them
-  uint32_t threads_max = 0;     // 0: the collector's defaults (collector.hpp)
-  uint32_t pairs_max = 0;
-  double pair_idle_s = 0;
 };
 
 // BPF, or procfs when asked or when BPF lacks privileges, BTF or kernel support; null on any

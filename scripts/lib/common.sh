@@ -29,6 +29,20 @@ parse_options() {
   done
 }
 
+# LOG -> the port of its first "listening on HOST:PORT" line, waiting up to 10 s for it.
+wait_port() {
+  local p _
+  for _ in $(seq 100); do
+    p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" 2>/dev/null | head -1 | sed 's/.*://')
+    [ -n "$p" ] && { echo "$p"; return 0; }
+    sleep 0.1
+  done
+  return 1
+}
+
+# A TCP port free on 127.0.0.1 now (for programs that cannot be given port 0).
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
 # Every pid in `pids` gets SIGINT, up to a second to finish, then SIGKILL; used as the EXIT
 # trap so that a failed or interrupted run leaves nothing behind.
 pids=()

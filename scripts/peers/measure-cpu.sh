@@ -69,15 +69,6 @@ trap stop_all EXIT
 trap 'echo "measure-cpu: interrupted" >&2; exit 130' INT TERM
 stop_pid() { kill -INT "$1" 2>/dev/null; for _ in $(seq 30); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
              kill -KILL "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
-wait_port() {  # LOG -> the port of its "listening on HOST:PORT" line
-  for _ in $(seq 100); do
-    p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" 2>/dev/null | head -1 | sed 's/.*://')
-    [ -n "$p" ] && { echo "$p"; return 0; }
-    sleep 0.1
-  done
-  return 1
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 tree() { echo "$1"; pgrep -P "$1" 2>/dev/null; }          # nginx: master and workers
 cpu_ticks() {  # PIDS.. -> utime+stime of the thread groups, in ticks
   local t=0 p

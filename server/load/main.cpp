@@ -6,6 +6,8 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <initializer_list>
 #include <latch>
 #include <sys/resource.h>
 #include <thread>
@@ -24,38 +26,34 @@ using namespace platoon::load;
 constexpr int kExitUsage = 2;
 constexpr int64_t kStartDelayNs = 10'000'000;  // between the last worker's setup and t0
 
-// "10", "10s", "250ms", "1.5m", "1h" → seconds.
-bool parse_seconds(const std::string& text, double& out) {
+struct Unit {
+  const char* suffix;
+  double scale;
+};
+
+// A number followed by one of `units` (the empty suffix when plain numbers are allowed).
+bool parse_scaled(const std::string& text, std::initializer_list<Unit> units, double& out) {
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(text.c_str(), &end);
   if (end == text.c_str() || errno != 0 || !std::isfinite(v)) return false;
-  const std::string unit = end;
-  double scale = 0;
-  if (unit.empty() || unit == "s") scale = 1;
-  else if (unit == "ms") scale = 1e-3;
-  else if (unit == "us") scale = 1e-6;
-  else if (unit == "m") scale = 60;
-  else if (unit == "h") scale = 3600;
-  else return false;
-  out = v * scale;
-  return true;
+  for (const Unit& u : units) {
+    if (std::strcmp(end, u.suffix) == 0) {
+      out = v * u.scale;
+      return true;
+    }
+  }
+  return false;
+}
+
+// "10", "10s", "250ms", "1.5m", "1h" → seconds.
+bool parse_seconds(const std::string& text, double& out) {
+  return parse_scaled(text, {{"", 1}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6}, {"m", 60}, {"h", 3600}}, out);
 }
 
 // "20000", "20k", "1.5M" → requests per second.
 bool parse_rate(const std::string& text, double& out) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || errno != 0 || !std::isfinite(v)) return false;
-  const std::string unit = end;
-  double scale = 0;
-  if (unit.empty()) scale = 1;
-  else if (unit == "k" || unit == "K") scale = 1e3;
-  else if (unit == "M") scale = 1e6;
-  else return false;
-  out = v * scale;
-  return true;
+  return parse_scaled(text, {{"", 1}, {"k", 1e3}, {"K", 1e3}, {"M", 1e6}}, out);
 }
 
 int usage_error(const std::string& msg) {

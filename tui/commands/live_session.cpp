@@ -18,12 +18,13 @@ bpf::SourceOptions source_options(const LiveOptions& opt, const std::vector<pid_
   so.procfs = opt.procfs;
   so.record_events = record_events;
   so.ringbuf_bytes = opt.ringbuf_mb << 20;
-  so.raw_tp = opt.raw_tp;
+  so.force_raw_tp = opt.raw_tp;
   so.verbose = opt.verbose;
-  so.usdt = opt.usdt;
-  so.threads_max = opt.threads_max;
-  so.pairs_max = opt.pairs_max;
-  so.pair_idle_s = opt.pair_idle_s;
+  so.attach_usdt = opt.usdt;
+  // 0: the collector's defaults (bpf/collectors/collector.hpp).
+  if (opt.threads_max) so.threads_max = opt.threads_max;
+  if (opt.pairs_max) so.pairs_max = opt.pairs_max;
+  if (opt.pair_idle_s > 0) so.pair_idle_s = opt.pair_idle_s;
   return so;
 }
 }  // namespace
