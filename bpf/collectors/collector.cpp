@@ -213,6 +213,38 @@ struct Plan {
   std::vector<std::string> notes;
 };
 
+// The epoll programs and the runtime probes: loaded when the attempt allows optional programs,
+// the kernel has them, and some view needs what they collect (o.fields: a dashboard showing no
+// IO or drain column does not pay for those hooks).
+void plan_optional_programs(const CollectorOptions& o, const Injected& inject, const Attempt& a, bool have_tracefs,
+                            const std::string& events_dir, platoon_bpf* skel, Plan* plan) {
+  const bool want_io = (o.fields & model::kFieldIo) != 0;
+  const bool no_epoll = !a.optional || inject.has("epoll") || !want_io;
+  bool any_epoll = false;
+  for (const EpollHook& e : epoll_hooks(skel)) {
+    const bool present = !no_epoll && have_tracefs &&
+                         access((events_dir + "/syscalls/sys_enter_" + e.syscall).c_str(), F_OK) == 0;
+    bpf_program__set_autoload(e.enter, present);
+    bpf_program__set_autoload(e.exit, present);
+    any_epoll |= present;
+    if (!present && a.optional && want_io)
+      plan->notes.push_back(std::string("epoll: no tracepoint for ") + e.syscall + (have_tracefs ? "" : " (no tracefs)"));
+  }
+  if (!any_epoll) plan->fields &= ~model::kFieldIo;
+  const bool want_drain = o.attach_usdt && (o.fields & model::kFieldDrain) != 0;
+  plan->usdt = want_drain && a.optional && !inject.has("usdt");
+  for (const UsdtProbe& u : usdt_probes(skel)) bpf_program__set_autoload(u.prog, plan->usdt);
+  if (want_drain && !plan->usdt && a.optional)
+    plan->notes.push_back("usdt: runtime probes failed to load (injected by PLATOON_INJECT_LOAD_FAIL)");
+  if (!plan->usdt) plan->fields &= ~model::kFieldDrain;
+  const uint32_t gated = model::kFieldsBpf & ~o.fields & (model::kFieldIo | model::kFieldDrain);
+  if (gated) {
+    std::string names;
+    for (const auto& n : model::missing_fields(~gated)) names += (names.empty() ? "" : ", ") + n;
+    plan->notes.push_back("not collected (no view shows it): " + names);
+  }
+}
+
 // Opens and loads the skeleton for one attempt. On failure returns nullptr and the libbpf
 // error (negative errno).
 SkelPtr load_skeleton(const CollectorOptions& o, const std::string& comm, const KernelFeatures& kf,
@@ -268,25 +300,7 @@ SkelPtr load_skeleton(const CollectorOptions& o, const std::string& comm, const 
   bpf_program__set_autoload(skel->progs.seed_threads, seed);
   if (!a.raw_tp && !kf.task_iter)
     plan->notes.push_back("seed: kernel has no task iterator (5.8+): threads existing at attach appear at their first event");
-  const bool no_epoll = !a.optional || inject.has("epoll");
-  bool any_epoll = false;
-  for (const EpollHook& e : epoll_hooks(skel.get())) {
-    const bool present = !no_epoll && have_tracefs &&
-                         access((events_dir + "/syscalls/sys_enter_" + e.syscall).c_str(), F_OK) == 0;
-    bpf_program__set_autoload(e.enter, present);
-    bpf_program__set_autoload(e.exit, present);
-    any_epoll |= present;
-    if (!present && a.optional)
-      plan->notes.push_back(std::string("epoll: no tracepoint for ") + e.syscall + (have_tracefs ? "" : " (no tracefs)"));
-  }
-  if (!any_epoll) plan->fields &= ~model::kFieldIo;
-  plan->usdt = o.attach_usdt && a.optional && !inject.has("usdt");
-  for (const UsdtProbe& u : usdt_probes(skel.get())) bpf_program__set_autoload(u.prog, plan->usdt);
-  if (o.attach_usdt && !plan->usdt) {
-    plan->fields &= ~model::kFieldDrain;
-    if (a.optional) plan->notes.push_back("usdt: runtime probes failed to load (injected by PLATOON_INJECT_LOAD_FAIL)");
-  }
-  if (!o.attach_usdt) plan->fields &= ~model::kFieldDrain;
+  plan_optional_programs(o, inject, a, have_tracefs, events_dir, skel.get(), plan);
 
   *err = platoon_bpf__load(skel.get());
   if (*err) return nullptr;

@@ -30,6 +30,9 @@ struct CollectorOptions {
   bool record_events = false;           // fill the ring buffer (poll_events)
   size_t ringbuf_bytes = 16u << 20;     // rounded up to a power of two pages
   bool attach_usdt = true;              // runtime probes of platoon-runtime targets
+  // What the consumers need (model::Field bits, e.g. from the metric catalog's needed_fields):
+  // the epoll programs load only for kFieldIo, the runtime probes only for kFieldDrain.
+  uint32_t fields = model::kFieldsBpf;
   bool verbose = false;                 // libbpf's debug output to stderr
   bool force_raw_tp = false;            // skip tp_btf (tests, old kernels)
   // Processes forked by a target become targets, in the kernel at sched_process_fork (perf's

@@ -162,42 +162,6 @@ TEST_F(CollectorTest, MigrationsMatchNrMigrations) {
 }
 
 // ---- 3: epoll batches ----
-enum class EpollCall { wait, pwait, pwait2 };
-
-// N cycles, each: K eventfds written, one wait call that must return K, the K fds read.
-void epoll_cycles(int k, int n, EpollCall call) {
-  const int ep = epoll_create1(0);
-  std::vector<int> fds;
-  for (int i = 0; i < k + 2; ++i) {  // two more that never become ready
-    const int fd = eventfd(0, EFD_NONBLOCK);
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-    fds.push_back(fd);
-  }
-  epoll_event out[64];
-  for (int c = 0; c < n; ++c) {
-    for (int i = 0; i < k; ++i) {
-      const uint64_t one = 1;
-      if (write(fds[i], &one, sizeof one) != sizeof one) std::abort();
-    }
-    int got = -1;
-    switch (call) {
-      case EpollCall::wait: got = epoll_wait(ep, out, 64, -1); break;
-      case EpollCall::pwait: got = epoll_pwait(ep, out, 64, -1, nullptr); break;
-      case EpollCall::pwait2: got = static_cast<int>(syscall(SYS_epoll_pwait2, ep, out, 64, nullptr, nullptr, 0)); break;
-    }
-    if (got != k) std::abort();
-    for (int i = 0; i < k; ++i) {
-      uint64_t v;
-      if (read(fds[i], &v, sizeof v) != sizeof v) std::abort();
-    }
-  }
-  for (int fd : fds) close(fd);
-  close(ep);
-}
-
 TEST_F(CollectorTest, EpollBatchHistogramIsExact) {
   auto c = open();
   ASSERT_TRUE(c);

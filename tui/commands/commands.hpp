@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/snapshot/snapshot.hpp"
 #include "tui/commands/target.hpp"
 
 namespace CLI {
@@ -62,6 +63,9 @@ struct LiveOptions {
   uint32_t threads_max = 0;
   uint32_t pairs_max = 0;
   double pair_idle_s = 0;
+  // model::Field bits the command shows (top: its columns, from the metric catalog); the
+  // collector loads no program for the rest.
+  uint32_t fields = model::kFieldsBpf;
 };
 
 struct RecordOptions {

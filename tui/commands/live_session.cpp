@@ -21,6 +21,7 @@ bpf::SourceOptions source_options(const LiveOptions& opt, const std::vector<pid_
   so.force_raw_tp = opt.raw_tp;
   so.verbose = opt.verbose;
   so.attach_usdt = opt.usdt;
+  so.fields = opt.fields;
   // 0: the collector's defaults (bpf/collectors/collector.hpp).
   if (opt.threads_max) so.threads_max = opt.threads_max;
   if (opt.pairs_max) so.pairs_max = opt.pairs_max;
