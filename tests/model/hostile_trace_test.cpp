@@ -50,6 +50,14 @@ class HostileTrace : public ::testing::Test {
     EXPECT_NE(w, nullptr) << error;
     return w;
   }
+  // Reads a file the way report and doctor do: every snapshot into one RecordingWindow,
+  // the raw events ignored.
+  std::optional<TraceContents> read_into(RecordingWindow& recording, const std::string& name, std::string* error) {
+    ReadOptions ro;
+    ro.on_event = [](const platoon_event_header&, const void*, size_t) {};
+    ro.on_snapshot = [&recording](Snapshot&& s) { recording.add(std::move(s)); };
+    return read_trace(path(name), error, ro);
+  }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
  private:
@@ -93,11 +101,8 @@ TEST_F(HostileTrace, HugeSnapshotThenEmpty) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   RecordingWindow recording;
-  ReadOptions ro;
-  ro.on_event = [](const platoon_event_header&, const void*, size_t) {};
-  ro.on_snapshot = [&recording](Snapshot&& s) { recording.add(std::move(s)); };
   std::string error;
-  auto c = read_trace(path("a-huge-then-empty.platoon"), &error, ro);
+  auto c = read_into(recording, "a-huge-then-empty.platoon", &error);
   ASSERT_TRUE(c) << error;
   const Window win = recording.window();
   EXPECT_LT(seconds_since(t0), 20.0);  // generous: a sanitizer build is slow; the old loop took hours
@@ -132,11 +137,8 @@ TEST_F(HostileTrace, ManyShortLivedThreads) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   RecordingWindow recording;
-  ReadOptions ro;
-  ro.on_event = [](const platoon_event_header&, const void*, size_t) {};
-  ro.on_snapshot = [&recording](Snapshot&& s) { recording.add(std::move(s)); };
   std::string error;
-  auto c = read_trace(path("b-short-lived.platoon"), &error, ro);
+  auto c = read_into(recording, "b-short-lived.platoon", &error);
   ASSERT_TRUE(c) << error;
   const Window win = recording.window();
   EXPECT_LT(seconds_since(t0), 20.0);

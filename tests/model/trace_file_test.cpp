@@ -663,34 +663,48 @@ TEST_F(TraceFileTest, WriterRefusesRecordsThatDoNotParse) {
   EXPECT_THAT(error, HasSubstr(": No such file or directory"));
 }
 
+// A writer in a forked child: `body(fd)` runs there with the write end of a pipe and exits with
+// its return value; the parent gets the pid and the read end.
+struct ForkedWriter {
+  pid_t pid = -1;
+  int from_child = -1;
+};
+template <typename Body>
+ForkedWriter fork_writer(Body body) {
+  int pipefd[2];
+  if (::pipe(pipefd) != 0) return {};
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipefd[0]);
+    ::_exit(body(pipefd[1]));
+  }
+  ::close(pipefd[1]);
+  return {child, pipefd[0]};
+}
+
 // A write the file system refuses (here: RLIMIT_FSIZE, EFBIG; ENOSPC takes the same path) is an
 // error with the reason, and the file still ends on a chunk boundary.
 TEST_F(TraceFileTest, FailedWriteIsAnErrorAndLeavesAReadableFile) {
   std::string file = path("limited.plt");
-  int pipefd[2];
-  ASSERT_EQ(::pipe(pipefd), 0);
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(pipefd[0]);
+  const ForkedWriter child = fork_writer([&](int to_parent) {
     ::signal(SIGXFSZ, SIG_IGN);
     rlimit lim{20000, 20000};
     ::setrlimit(RLIMIT_FSIZE, &lim);
     std::string err;
     auto w = TraceWriter::create(file, sample_meta(), TraceWriter::Options{false, true}, &err);
-    if (!w) ::_exit(2);
+    if (!w) return 2;
     for (uint64_t i = 0; i < 1000; ++i)
       if (!w->write_snapshot(sample_snapshot(i))) break;
     std::string msg = w->error();
-    (void)!::write(pipefd[1], msg.data(), msg.size());
-    ::_exit(w->write_note(1, "after failure") ? 3 : 0);
-  }
-  ::close(pipefd[1]);
+    (void)!::write(to_parent, msg.data(), msg.size());
+    return w->write_note(1, "after failure") ? 3 : 0;
+  });
+  ASSERT_GT(child.pid, 0);
   char buf[512] = {};
-  ssize_t got = ::read(pipefd[0], buf, sizeof buf - 1);
-  ::close(pipefd[0]);
+  ssize_t got = ::read(child.from_child, buf, sizeof buf - 1);
+  ::close(child.from_child);
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_EQ(::waitpid(child.pid, &status, 0), child.pid);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
   ASSERT_GT(got, 0);
@@ -705,29 +719,24 @@ TEST_F(TraceFileTest, FailedWriteIsAnErrorAndLeavesAReadableFile) {
 
 TEST_F(TraceFileTest, WriterKilledMidRunLeavesAReadableFile) {
   std::string file = path("killed.plt");
-  int pipefd[2];
-  ASSERT_EQ(::pipe(pipefd), 0);
-  pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(pipefd[0]);
+  const ForkedWriter child = fork_writer([&](int to_parent) {
     std::string err;
     auto w = TraceWriter::create(file, sample_meta(), &err);
-    if (!w) ::_exit(2);
+    if (!w) return 2;
     uint64_t n = 0;
     auto ev = sample_events(0, &n);
     for (uint64_t i = 0;; ++i) {
-      if (!w->write_snapshot(sample_snapshot(i, 50)) || !w->write_events(ev.data(), ev.size(), n)) ::_exit(3);
-      if (i == 20) (void)!::write(pipefd[1], "x", 1);  // enough is on disk: kill me any time
+      if (!w->write_snapshot(sample_snapshot(i, 50)) || !w->write_events(ev.data(), ev.size(), n)) return 3;
+      if (i == 20) (void)!::write(to_parent, "x", 1);  // enough is on disk: kill me any time
     }
-  }
-  ::close(pipefd[1]);
+  });
+  ASSERT_GT(child.pid, 0);
   char x = 0;
-  ASSERT_EQ(::read(pipefd[0], &x, 1), 1);
-  ::close(pipefd[0]);
-  ::kill(child, SIGKILL);
+  ASSERT_EQ(::read(child.from_child, &x, 1), 1);
+  ::close(child.from_child);
+  ::kill(child.pid, SIGKILL);
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_EQ(::waitpid(child.pid, &status, 0), child.pid);
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGKILL);
 

@@ -1,6 +1,7 @@
-// platoon doctor: findings from a trace file (streamed: each thread's last sample and the batch
-// statistics, never the whole recording in memory), from two with --vs, or from a live target
-// watched for --duration with raw events kept so that the platoon effect can be measured too.
+// platoon doctor: findings from a trace file, from two with --vs, or from a live target watched
+// for --duration with raw events kept so that the platoon effect can be measured too. Both go one
+// path over a model::SnapshotSource (a ReplaySource for a file, within the reader's memory caps):
+// the batch statistics from the raw events, the window from the snapshots.
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,7 +17,7 @@
 #include "bpf/snapshot/clock.hpp"
 #include "tui/commands/live_session.hpp"
 #include "tui/analysis/doctor.hpp"
-#include "tui/trace/trace_reader.hpp"
+#include "tui/trace/replay_source.hpp"
 
 namespace platoon::cli {
 namespace {
@@ -33,36 +34,82 @@ struct Run {
   std::vector<std::string> warnings;  // printed to stderr (text) before the findings
 };
 
-bool load_file(const std::string& path, Run& run, std::string& error) {
-  model::RecordingWindow recording;
-  model::ReadOptions ro;
-  ro.on_event = [&run](const platoon_event_header& h, const void* rec, size_t size) { run.batches.add(h, rec, size); };
-  ro.on_snapshot = [&recording](model::Snapshot&& s) { recording.add(std::move(s)); };
-  auto c = model::read_trace(path, &error, ro);
-  if (!c) return false;
-  if (recording.snapshots() < 2) {
-    error = path + (recording.snapshots() == 0 ? ": the recording holds no snapshot"
-                                               : ": the recording holds one snapshot: no interval to diagnose");
-    return false;
+// How a diagnosis paces its source: a file gives every recorded snapshot at once, a live target
+// its first and last with --duration (or the command's end) in between.
+class Pace {
+ public:
+  virtual ~Pace() = default;
+  // Asked once per round: true when the next snapshot closes the watch.
+  virtual bool over() = 0;
+  virtual int wait_ms() const { return 0; }            // for raw events, in a round that goes on
+  virtual bool snapshot_due() const { return true; }   // in a round that goes on
+};
+
+model::SnapshotSource::EventSink to_tracker(Run& run) {
+  return [&run](const void* rec, size_t size) {
+    if (auto h = model::event_as<platoon_event_header>(rec, size)) run.batches.add(*h, rec, size);
+  };
+}
+
+// The one path for a file and a live target: each round hands the raw events to the tracker and
+// the snapshots to the recording window, until the pace says the watch is over; then the closing
+// snapshot and the events after it (a file's last interval).
+void feed(model::SnapshotSource& source, Pace& pace, Run& run, model::RecordingWindow& recording) {
+  const auto sink = to_tracker(run);
+  for (bool last = false; !last;) {
+    last = pace.over();
+    source.events(last ? 0 : pace.wait_ms(), sink);
+    if (last || pace.snapshot_due()) recording.add(source.snapshot());
   }
+  source.events(0, sink);
   run.batches.finish();
   run.window = recording.window();
-  run.has_batches = c->event_count > 0;
+  run.input.snapshots = recording.snapshots();
+}
+
+// The baseline: what happened before it counts for the tracker only.
+void take_baseline(model::SnapshotSource& source, Run& run, model::RecordingWindow& recording) {
+  source.events(0, to_tracker(run));
+  recording.add(source.snapshot());
+}
+
+class FilePace final : public Pace {
+ public:
+  explicit FilePace(const model::ReplaySource& replay) : replay_(replay) {}
+  bool over() override { return replay_.remaining() <= 1; }
+
+ private:
+  const model::ReplaySource& replay_;
+};
+
+bool load_file(const std::string& path, Run& run, std::string& error) {
+  auto replay = model::ReplaySource::open(path, error, {.rewind = false});
+  if (!replay) return false;
+  if (replay->count() < 2) {
+    error = path + (replay->count() == 0 ? ": the recording holds no snapshot"
+                                         : ": the recording holds one snapshot: no interval to diagnose");
+    return false;
+  }
+  model::RecordingWindow recording;
+  take_baseline(*replay, run, recording);
+  FilePace pace(*replay);
+  feed(*replay, pace, run, recording);
+  const model::TraceContents& c = replay->contents();
+  run.has_batches = c.event_count > 0;
   doc::DoctorInput& in = run.input;
   in.label = path;
-  in.ncpus = c->meta.ncpus;
-  in.truncated = c->truncated;
-  in.truncated_reason = c->truncated ? "at byte " + std::to_string(c->truncated_at) + ": " + c->truncated_reason : "";
-  in.complete = c->complete;
-  in.snapshots = recording.snapshots();
+  in.ncpus = c.meta.ncpus;
+  in.truncated = c.truncated;
+  in.truncated_reason = c.truncated ? "at byte " + std::to_string(c.truncated_at) + ": " + c.truncated_reason : "";
+  in.complete = c.complete;
   if (!run.has_batches)
     in.no_events_reason = run.window.source == model::Source::procfs
                               ? "a procfs recording has no raw events"
                               : "the recording has no raw events (recorded with --no-events, or by top's r key)";
-  if (c->truncated)
+  if (c.truncated)
     run.warnings.push_back(path + " is truncated (" + in.truncated_reason + "): diagnosing its " +
                            std::to_string(recording.snapshots()) + " complete snapshots");
-  for (const std::string& note : {c->cap_note(), recording.cap_note()})
+  for (const std::string& note : {c.cap_note(), recording.cap_note()})
     if (!note.empty()) run.warnings.push_back(path + ": " + note);
   return true;
 }
@@ -79,33 +126,34 @@ std::map<uint32_t, uint32_t> affinity_of(const std::vector<pid_t>& pids) {
   return out;
 }
 
-// Watches until --duration, a stop signal or the command's end, feeding raw events to the
-// tracker; returns the closing snapshot.
-model::Snapshot watch(const DoctorOptions& opt, LiveSession& session, Run& run) {
-  model::SnapshotSource& source = session.source();
-  auto sink = [&run](const void* rec, size_t size) {
-    if (auto h = model::event_as<platoon_event_header>(rec, size)) run.batches.add(*h, rec, size);
-  };
-  const uint64_t t0 = model::boottime_ns();
-  const uint64_t end = t0 + static_cast<uint64_t>(opt.duration_s * 1e9);
-  uint64_t next_refresh = t0 + 1'000'000'000ull;
-  while (!stop_requested()) {
-    const uint64_t now = model::boottime_ns();
-    if (now >= end) break;
-    source.events(static_cast<int>(std::min<uint64_t>((end - now) / 1'000'000 + 1, 100)), sink);
-    if (model::boottime_ns() >= next_refresh) {
-      source.refresh();  // --comm: processes started since
-      next_refresh += 1'000'000'000ull;
+// Watches until --duration, a stop signal or the command's end, waiting for raw events up to
+// 100 ms at a time; --comm picks up processes started since once a second.
+class LivePace final : public Pace {
+ public:
+  LivePace(double duration_s, LiveSession& session, Run& run)
+      : session_(session), run_(run), now_(model::boottime_ns()),
+        end_(now_ + static_cast<uint64_t>(duration_s * 1e9)), next_refresh_(now_ + 1'000'000'000ull) {}
+
+  bool over() override {
+    now_ = model::boottime_ns();
+    if (now_ >= next_refresh_) {
+      session_.source().refresh();
+      next_refresh_ += 1'000'000'000ull;
     }
-    if (const std::string status = session.command_status(); !status.empty()) {
-      run.warnings.push_back("the command ended (" + status + ") before --duration");
-      break;
+    if (const std::string status = session_.command_status(); !status.empty()) {
+      run_.warnings.push_back("the command ended (" + status + ") before --duration");
+      return true;
     }
+    return now_ >= end_ || stop_requested();
   }
-  if (stop_requested()) run.warnings.push_back("interrupted: diagnosing what was watched so far");
-  source.events(0, sink);
-  return source.snapshot();
-}
+  int wait_ms() const override { return static_cast<int>(std::min<uint64_t>((end_ - now_) / 1'000'000 + 1, 100)); }
+  bool snapshot_due() const override { return false; }
+
+ private:
+  LiveSession& session_;
+  Run& run_;
+  uint64_t now_, end_, next_refresh_;
+};
 
 bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
   // Raw events are kept (through the tracker, a few numbers per thread) unless the source is
@@ -113,18 +161,18 @@ bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
   auto session = LiveSession::open(opt.live, {.record_events = true}, error);
   if (!session) return false;
   if (!session->note().empty()) run.warnings.push_back(session->note());
-  model::Snapshot first = session->source().snapshot();  // before the command runs: see record.cpp
+  model::RecordingWindow recording;
+  take_baseline(session->source(), run, recording);  // before the command runs: see record.cpp
   if (!session->release(error)) return false;
-  model::Snapshot last = watch(opt, *session, run);
+  LivePace pace(opt.duration_s, *session, run);
+  feed(session->source(), pace, run, recording);
+  if (stop_requested()) run.warnings.push_back("interrupted: diagnosing what was watched so far");
   session->end_command();  // ours: it ends with us
-  run.batches.finish();
-  run.window = model::make_window(first, last);
   run.has_batches = session->source().source() == model::Source::bpf;
   doc::DoctorInput& in = run.input;
   in.label = opt.live.target.describe();
   in.ncpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN));
   in.allowed_cpus = affinity_of(session->pids());
-  in.snapshots = 2;
   if (!run.has_batches) in.no_events_reason = "the procfs source has no raw events";
   if (run.window.wall_s <= 0) {
     error = "watched for no time at all";

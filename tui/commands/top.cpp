@@ -1,7 +1,9 @@
-// platoon top: the live dashboard. Every interval it takes one snapshot of the in-kernel
-// aggregates (the source is opened without raw events, so user space does no per-event work),
-// makes the window since the previous one, updates the model and redraws; between intervals it
-// waits for keys. --batch prints the table instead of drawing it.
+// platoon top: the dashboard, one loop over a model::SnapshotSource. Live, every interval it
+// takes one snapshot of the in-kernel aggregates (the source is opened without raw events, so user
+// space does no per-event work), makes the window since the previous one, updates the model and
+// redraws; between intervals it waits for keys. --replay plays a recording through the same loop,
+// one window per recorded interval, with pause, single steps both ways and a speed factor.
+// --batch prints the table instead of drawing it.
 #include <time.h>
 #include <unistd.h>
 
@@ -17,12 +19,11 @@
 #include "tui/commands/live_session.hpp"
 #include "tui/commands/top_loop.hpp"
 #include "tui/analysis/window.hpp"
+#include "tui/trace/replay_source.hpp"
 #include "tui/version.hpp"
 #include "tui/dashboard/views/screen.hpp"
 
 namespace platoon::cli {
-
-int run_top_replay(const TopOptions& opt);
 
 namespace {
 
@@ -44,21 +45,26 @@ model::TraceMeta meta_for(const TopOptions& opt, const LiveSession& session) {
   return meta;
 }
 
-// The loop of a live session: keys between intervals, one snapshot per interval.
-class LiveTop {
+// Where the loop's snapshots come from: exactly one of a live session and a recording.
+struct Feed {
+  model::SnapshotSource& source;
+  LiveSession* session = nullptr;         // live: targets that end, the command, `r` recording
+  model::ReplaySource* replay = nullptr;  // replay: position, speed, steps, end of recording
+  uint64_t replay_interval_ns = 0;        // replay: the recorded interval at speed 1
+};
+
+// The loop: keys between intervals, one window per interval.
+class Top {
  public:
-  LiveTop(const TopOptions& opt, LiveSession& session, std::unique_ptr<tui::Screen> screen)
-      : opt_(opt), session_(session), source_(session.source()), screen_(std::move(screen)) {
-    st_.set_interval(opt.interval_s);
-    st_.target = opt.live.target.describe();
-    st_.source_line = session.source_line();
-  }
+  Top(const TopOptions& opt, Feed feed, std::unique_ptr<tui::Screen> screen)
+      : opt_(opt), feed_(feed), source_(feed.source), screen_(std::move(screen)) {}
   model::TopState& state() { return st_; }
 
   void run() {
     prev_ = source_.snapshot();
-    next_ = model::boottime_ns() + interval_ns();
-    if (screen_) screen_->draw(st_);
+    // A replay opens on its first window at once.
+    next_ = model::boottime_ns() + (feed_.replay ? 0 : step_ns());
+    if (screen_ && !feed_.replay) screen_->draw(st_);
     while (!stop_requested()) {
       const uint64_t now = model::boottime_ns();
       if (now >= next_) {
@@ -84,55 +90,107 @@ class LiveTop {
     screen_.reset();  // the terminal is ours again before anything is printed
     if (!saved.empty()) std::fprintf(stderr, "platoon top: %s\n", saved.c_str());
     if (batch && !ended_.empty()) std::fprintf(stderr, "platoon top: %s\n", ended_.c_str());
-    session_.end_command();  // we started it: it ends with us
+    if (feed_.session) feed_.session->end_command();  // we started it: it ends with us
     return 0;
   }
 
  private:
-  uint64_t interval_ns() const { return static_cast<uint64_t>(st_.interval_s() * 1e9); }
+  // Time between intervals: live, the interval (+ and - change it); replay, the recorded one
+  // over the speed (+ and - change that), and none at all in a batch run.
+  uint64_t step_ns() const {
+    if (!feed_.replay) return static_cast<uint64_t>(st_.interval_s() * 1e9);
+    if (!screen_) return 0;
+    return static_cast<uint64_t>(static_cast<double>(feed_.replay_interval_ns) / st_.replay().speed);
+  }
 
   // False to quit.
   bool on_key(int key) {
     const Intent in = apply_key(key, st_, screen_->page_rows());
     if (in == Intent::quit) return false;
-    if (in == Intent::retime) next_ = model::boottime_ns() + interval_ns();
-    if (in == Intent::record) {
-      std::string error;
-      if (recorder_.active()) recorder_.stop("stopped from top");
-      else if (!recorder_.start(meta_for(opt_, session_), prev_, error)) st_.status = error;
-    }
+    if (in == Intent::retime) next_ = model::boottime_ns() + step_ns();
+    if (in == Intent::record) toggle_recording();
+    if (in == Intent::step_forward || in == Intent::step_back) step(in == Intent::step_forward ? 1 : -1);
     st_.recording = recorder_.describe();
     screen_->draw(st_);  // every key redraws; KEY_RESIZE lands here too
     return true;
   }
 
-  // One interval: snapshot, window, model, output. False when a batch run is done.
-  bool tick() {
+  void toggle_recording() {
+    std::string error;
+    if (!feed_.session) st_.status = "recording is for live targets";
+    else if (recorder_.active()) recorder_.stop("stopped from top");
+    else if (!recorder_.start(meta_for(opt_, *feed_.session), prev_, error)) st_.status = error;
+  }
+
+  // `.` and `,`: one window forward or back (replay only), paused: stepping means looking closely.
+  void step(int delta) {
+    if (!feed_.replay) return;
+    const auto& r = st_.replay();
+    if (!st_.paused()) st_.toggle_pause();
+    if (delta > 0 && r.position < r.count) show(r.position + 1);
+    if (delta < 0 && r.position > 1) show(r.position - 1);
+  }
+
+  // Replay: shows window `pos` (1-based: snapshots pos-1 → pos). One step forward appends to the
+  // history; any other jump plays the windows before pos into a cleared one, so the sparklines
+  // are right.
+  void show(size_t pos) {
+    auto& r = st_.replay();
+    if (pos != r.position + 1) {
+      st_.clear_history();
+      const size_t from = pos > st_.history_len() ? pos - st_.history_len() + 1 : 1;
+      feed_.replay->seek(from - 1);
+      prev_ = source_.snapshot();
+      for (size_t i = from; i < pos; ++i) advance();
+    }
+    advance();
+    r.position = pos;
+    st_.status = pos == r.count ? "end of recording (, steps back, q quits)" : "";
+  }
+
+  void advance() {
+    model::Snapshot cur = source_.snapshot();
+    st_.push(model::make_window(prev_, cur));
+    prev_ = std::move(cur);
+  }
+
+  // Live: one snapshot. Paused, the model stands still, but the baseline moves on so that
+  // resuming shows the latest interval rather than one as long as the pause.
+  void sample() {
     source_.refresh();
     model::Snapshot cur = source_.snapshot();
     recorder_.write(cur);
     st_.recording = recorder_.describe();
-    // Paused: the model stands still, but the baseline moves on so that resuming shows the
-    // latest interval rather than one as long as the pause.
     if (!st_.paused()) st_.push(model::make_window(prev_, cur));
     prev_ = std::move(cur);
-    next_ += interval_ns();
-    if (next_ < model::boottime_ns()) next_ = model::boottime_ns() + interval_ns();  // fell behind: no burst
     if (ended_.empty()) {
-      ended_ = session_.targets_gone();
+      ended_ = feed_.session->targets_gone();
       if (!ended_.empty()) st_.status = screen_ ? ended_ + " (q quits)" : ended_;
     }
+  }
+
+  // One interval: the next window, then output. False when a batch run is done.
+  bool tick() {
+    const auto& r = st_.replay();
+    const bool moves = !feed_.replay || (!st_.paused() && r.position < r.count);
+    if (feed_.replay && moves) show(r.position + 1);
+    if (!feed_.replay) sample();
+    const uint64_t now = model::boottime_ns();
+    next_ += step_ns();
+    if (next_ < now) next_ = now + step_ns();  // fell behind: no burst
+    if (!moves) return true;                    // a replay paused or at its end: nothing new
     if (screen_) {
       screen_->draw(st_);
       return true;
     }
     std::fputs(tui::batch_text(st_).c_str(), stdout);
     std::fflush(stdout);
-    return ++done_ != opt_.iterations && ended_.empty();
+    const bool over = feed_.replay ? r.position >= r.count : !ended_.empty();
+    return ++done_ != opt_.iterations && !over;
   }
 
   const TopOptions& opt_;
-  LiveSession& session_;
+  Feed feed_;
   model::SnapshotSource& source_;
   std::unique_ptr<tui::Screen> screen_;
   model::TopState st_;
@@ -140,35 +198,87 @@ class LiveTop {
   model::Snapshot prev_;
   uint64_t next_ = 0;
   long done_ = 0;
-  std::string ended_;
+  std::string ended_;  // live: the targets are gone
 };
 
-}  // namespace
+std::unique_ptr<tui::Screen> open_screen(bool batch, std::string& error) {
+  return batch ? nullptr : tui::Screen::open(error);
+}
 
-int run_top(const TopOptions& opt) {
-  if (!opt.replay.empty()) return run_top_replay(opt);
+int run_live(const TopOptions& opt, bool batch) {
   std::string error;
-  const bool batch = opt.batch || !isatty(STDOUT_FILENO);
   // Without raw events: the live view reads the in-kernel aggregates once per interval only.
   auto session = LiveSession::open(opt.live, {.record_events = false}, error);
   if (!session) return fail(error);
   const std::string& note = session->note();
-
-  std::unique_ptr<tui::Screen> screen;
-  if (!batch) {
-    screen = tui::Screen::open(error);
-    if (!screen) return fail(error);
-  } else if (!note.empty()) {
-    std::fprintf(stderr, "platoon top: %s\n", note.c_str());
-  }
+  auto screen = open_screen(batch, error);
+  if (!batch && !screen) return fail(error);
+  if (batch && !note.empty()) std::fprintf(stderr, "platoon top: %s\n", note.c_str());
   if (!session->release(error)) {
     screen.reset();
     return fail(error);
   }
-  LiveTop top(opt, *session, std::move(screen));
-  if (!note.empty()) top.state().status = note;  // why BPF was not used: shown until something newer
+  Top top(opt, Feed{.source = session->source(), .session = session.get()}, std::move(screen));
+  model::TopState& st = top.state();
+  st.set_interval(opt.interval_s);
+  st.target = opt.live.target.describe();
+  st.source_line = session->source_line();
+  if (!note.empty()) st.status = note;  // why BPF was not used: shown until something newer
   top.run();
   return top.finish();
+}
+
+// The replay's header: the recording's target, file, source and notes, and what the reader
+// could not read (stderr is hidden behind the screen, so the warnings are notes too).
+void describe_replay(model::TopState& st, const std::string& path, const model::ReplaySource& replay,
+                     const std::vector<std::string>& warnings) {
+  const auto& meta = replay.contents().meta;
+  const auto slash = path.find_last_of('/');
+  st.target = meta.target + " from " + (slash == std::string::npos ? path : path.substr(slash + 1));
+  st.source_line = std::string(model::to_string(meta.source)) + " (" + meta.attach_mode + ")";
+  st.notes = replay.notes();
+  for (const auto& w : warnings) st.notes.push_back(w);
+}
+
+// Replay steps both ways, so it holds the snapshots (within kKeepSnapshotBytes: past it only a
+// prefix is replayed), never the raw events, which it does not show.
+int run_replay(const TopOptions& opt, bool batch) {
+  std::string error;
+  auto replay = model::ReplaySource::open(opt.replay, error, {.keep_events = false});
+  if (!replay) return fail(error);
+  const model::TraceContents& c = replay->contents();
+  std::vector<std::string> warnings;
+  if (c.truncated)
+    warnings.push_back(opt.replay + " is truncated at byte " + std::to_string(c.truncated_at) + " (" +
+                       c.truncated_reason + "): replaying what precedes it");
+  if (const std::string note = c.cap_note(); !note.empty()) warnings.push_back(opt.replay + ": " + note);
+  for (const auto& w : warnings) std::fprintf(stderr, "platoon top: %s\n", w.c_str());
+  if (replay->count() < 2)
+    return fail(opt.replay + (c.cut_snapshots ? " holds fewer than two snapshots within the replay's memory cap"
+                                              : " holds fewer than two snapshots: nothing to replay"));
+  install_stop_signals();
+  auto screen = open_screen(batch, error);
+  if (!batch && !screen) return fail(error);
+
+  const size_t windows = replay->count() - 1;
+  const uint64_t interval_ns =
+      c.meta.interval_ns ? c.meta.interval_ns
+                         : std::max<uint64_t>(1, (replay->at(windows).ts_ns - replay->at(0).ts_ns) / windows);
+  Top top(opt, Feed{.source = *replay, .replay = replay.get(), .replay_interval_ns = interval_ns}, std::move(screen));
+  model::TopState& st = top.state();
+  st.replay().active = true;
+  st.replay().count = windows;
+  st.set_interval(static_cast<double>(interval_ns) / 1e9);
+  describe_replay(st, opt.replay, *replay, warnings);
+  top.run();
+  return top.finish();
+}
+
+}  // namespace
+
+int run_top(const TopOptions& opt) {
+  const bool batch = opt.batch || !isatty(STDOUT_FILENO);
+  return opt.replay.empty() ? run_live(opt, batch) : run_replay(opt, batch);
 }
 
 CommandRun add_top(CLI::App& sub) {

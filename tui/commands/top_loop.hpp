@@ -1,5 +1,5 @@
-// Pieces the live and the replay loops of `platoon top` share: key actions applied to the
-// model and the recorder behind the `r` key (the stop signals are live_session.hpp's).
+// Pieces of `platoon top`'s loop kept apart from it: key actions applied to the model and the
+// recorder behind the `r` key (the stop signals are live_session.hpp's).
 #pragma once
 
 #include <cstdint>

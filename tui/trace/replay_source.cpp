@@ -3,30 +3,71 @@
 #include <span>
 
 namespace platoon::model {
+namespace {
 
-std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path, std::string& error) {
+// What a replay keeps: the reader's caps applied to what its callbacks deliver (the reader
+// bounds only what it keeps itself). Snapshots are kept as a prefix, as the reader does: a gap
+// in the middle would fake one long interval; events recorded after the last kept snapshot
+// are dropped with it.
+struct Budget {
+  bool keep_events = true;
+  uint64_t kept_snapshot_bytes = 0;
+  uint64_t kept_event_bytes = 0;
+
+  bool take_snapshot(const Snapshot& s, TraceContents& c) {
+    const uint64_t bytes = snapshot_bytes(s);
+    if (c.cut_snapshots || bytes > kKeepSnapshotBytes - kept_snapshot_bytes) {
+      ++c.cut_snapshots;
+      return false;
+    }
+    kept_snapshot_bytes += bytes;
+    return true;
+  }
+  bool take_event(size_t size, TraceContents& c) {
+    if (!keep_events) return false;
+    if (c.cut_snapshots || size > kKeepEventBytes - kept_event_bytes) {
+      ++c.cut_events;
+      return false;
+    }
+    kept_event_bytes += size;
+    return true;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path, std::string& error, Options options) {
   std::unique_ptr<ReplaySource> r(new ReplaySource());
+  TraceContents cuts;             // the callbacks' own cut_* counts, added to the reader's below
+  Budget budget{.keep_events = options.keep_events};
   std::vector<uint8_t> pending;   // events since the last snapshot read
   ReadOptions ro;
-  ro.on_event = [&pending](const platoon_event_header&, const void* rec, size_t size) {
+  ro.on_event = [&](const platoon_event_header&, const void* rec, size_t size) {
+    if (!budget.take_event(size, cuts)) return;
     const auto* p = static_cast<const uint8_t*>(rec);
     pending.insert(pending.end(), p, p + size);
   };
   ro.on_snapshot = [&](Snapshot&& s) {
+    if (!budget.take_snapshot(s, cuts)) return;
     r->steps_.push_back(Step{std::move(pending), std::move(s)});
     pending.clear();
   };
   auto contents = read_trace(path, &error, ro);
   if (!contents) return nullptr;
   r->contents_ = std::move(*contents);
+  r->contents_.cut_snapshots += cuts.cut_snapshots;
+  r->contents_.cut_events += cuts.cut_events;
   r->tail_ = std::move(pending);
+  r->rewind_ = options.rewind;
   return r;
 }
 
 Snapshot ReplaySource::snapshot() {
   if (steps_.empty()) return {};
   if (next_ >= steps_.size()) return steps_.back().snapshot;
-  return steps_[next_++].snapshot;
+  Snapshot& s = steps_[next_++].snapshot;
+  if (!rewind_ && next_ < steps_.size()) return std::move(s);   // the last stays: it repeats
+  return s;
 }
 
 int ReplaySource::events(int, const EventSink& sink) {
