@@ -37,6 +37,7 @@ struct Budget {
 }  // namespace
 
 std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path, std::string& error, Options options) {
+  if (!options.rewind) return open_streaming(path, error, options.keep_events);
   std::unique_ptr<ReplaySource> r(new ReplaySource());
   TraceContents cuts;             // the callbacks' own cut_* counts, added to the reader's below
   Budget budget{.keep_events = options.keep_events};
@@ -62,12 +63,48 @@ std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path, std::s
   return r;
 }
 
+// Streaming: the cursor's callbacks fill steps_ and pending_ as next() reads chunks.
+std::unique_ptr<ReplaySource> ReplaySource::open_streaming(const std::string& path, std::string& error,
+                                                           bool keep_events) {
+  std::unique_ptr<ReplaySource> r(new ReplaySource());
+  ReplaySource* self = r.get();
+  ReadOptions ro;
+  ro.on_event = [self](const platoon_event_header&, const void* rec, size_t size) {
+    if (!self->keep_events_) return;
+    const auto* p = static_cast<const uint8_t*>(rec);
+    self->pending_.insert(self->pending_.end(), p, p + size);
+  };
+  ro.on_snapshot = [self](Snapshot&& s) {
+    self->steps_.push_back(Step{std::move(self->pending_), std::move(s)});
+    self->pending_.clear();
+  };
+  r->cursor_ = TraceCursor::open(path, &error, ro);
+  if (!r->cursor_) return nullptr;
+  r->keep_events_ = keep_events;
+  r->rewind_ = false;
+  r->read_ahead();
+  return r;
+}
+
+void ReplaySource::read_ahead() {
+  if (!cursor_) return;
+  while (steps_.size() < next_ + 2 && cursor_->next()) {
+  }
+  if (steps_.size() < next_ + 2) {   // the end: the events after the last snapshot
+    tail_.insert(tail_.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+  }
+}
+
 Snapshot ReplaySource::snapshot() {
+  read_ahead();
   if (steps_.empty()) return {};
   if (next_ >= steps_.size()) return steps_.back().snapshot;
   Snapshot& s = steps_[next_++].snapshot;
-  if (!rewind_ && next_ < steps_.size()) return std::move(s);   // the last stays: it repeats
-  return s;
+  if (rewind_) return s;
+  Snapshot out = next_ < steps_.size() ? std::move(s) : s;   // the last stays: it repeats
+  read_ahead();
+  return out;
 }
 
 int ReplaySource::events(int, const EventSink& sink) {

@@ -3,9 +3,12 @@
 // consumer sees a trace file as it saw the live target (bpf/snapshot/source.hpp). seek() moves
 // the play position (top --replay steps back and forth).
 //
-// It holds the recording in memory within the reader's caps (kKeepSnapshotBytes and
-// kKeepEventBytes, docs/trace-format.md "Reader caps"): past them the rest is read, counted in
-// contents().cut_* and dropped, so only a prefix of a huge recording is played.
+// A replay that can rewind holds the recording in memory within the reader's caps
+// (kKeepSnapshotBytes and kKeepEventBytes, docs/trace-format.md "Reader caps"): past them the
+// rest is read, counted in contents().cut_* and dropped, so only a prefix of a huge recording is
+// played. One that plays forward only (Options::rewind = false, doctor FILE) streams: it reads
+// the file chunk by chunk (TraceCursor), two snapshots ahead of what it has handed over, and so
+// plays every snapshot of any length of recording in bounded memory.
 #pragma once
 
 #include <cstdint>
@@ -22,9 +25,9 @@ class ReplaySource final : public SnapshotSource {
  public:
   struct Options {
     bool keep_events = true;   // false: drop the raw events (top shows none), counted in event_count
-    // false: each snapshot but the last is handed over once (moved out), so that a consumer
-    // that plays forward only holds no second copy of what it has seen; at() and seek() are
-    // then for the snapshots not yet returned.
+    // false: play forward only, streaming; each snapshot but the last is handed over once
+    // (moved out). count() is then the snapshots read so far, remaining() those read ahead (at
+    // least two until the end), and at() / seek() are not for use.
     bool rewind = true;
   };
   // Null with a one-line error when the file cannot be read.
@@ -44,7 +47,8 @@ class ReplaySource final : public SnapshotSource {
 
   // The file's metadata and what the reader found (truncated, cut_*, counts, notes); its
   // snapshots and events are the source's, not in here.
-  const TraceContents& contents() const { return contents_; }
+  // (Streaming: complete once the last snapshot has been handed over.)
+  const TraceContents& contents() const { return cursor_ ? cursor_->contents() : contents_; }
   size_t count() const { return steps_.size(); }              // snapshots held
   size_t position() const { return next_; }                   // the index snapshot() returns next
   size_t remaining() const { return steps_.size() - next_; }   // snapshots not yet returned
@@ -53,6 +57,9 @@ class ReplaySource final : public SnapshotSource {
   void seek(size_t index) { next_ = index < steps_.size() ? index : steps_.size(); }
 
  private:
+  static std::unique_ptr<ReplaySource> open_streaming(const std::string& path, std::string& error,
+                                                      bool keep_events);
+  void read_ahead();           // streaming: two steps ahead of next_, or to the end
   struct Step {
     std::vector<uint8_t> events;   // records laid end to end, as in the file
     Snapshot snapshot;
@@ -62,6 +69,9 @@ class ReplaySource final : public SnapshotSource {
   bool rewind_ = true;
   size_t next_ = 0;            // the step snapshot() returns next
   std::vector<uint8_t> tail_;  // events after the last snapshot
+  std::unique_ptr<TraceCursor> cursor_;   // streaming only
+  std::vector<uint8_t> pending_;          // streaming: events read since the last snapshot
+  bool keep_events_ = true;
 };
 
 }  // namespace platoon::model

@@ -379,52 +379,89 @@ bool take_chunk(const Chunk& c, const ReadOptions& options, TraceContents& out, 
   return true;
 }
 
-std::optional<TraceContents> parse(Input& in, const ReadOptions& options, std::string* error) {
-  auto fail = [&](const std::string& msg) -> std::optional<TraceContents> {
+// The header and META chunk: the contents' metadata and the offset of the first data chunk,
+// or nullopt with the reason.
+std::optional<uint64_t> read_head(Input& in, bool verify_crc, TraceContents& out, std::string* error) {
+  auto fail = [&](const std::string& msg) -> std::optional<uint64_t> {
     if (error) *error = msg;
     return std::nullopt;
   };
-  std::vector<uint8_t> scratch;
+  std::vector<uint8_t> scratch, raw, inflated;
   std::string why;
-  uint64_t size = in.size();
+  const uint64_t size = in.size();
   if (size < sizeof kTraceMagic) return fail("not a platoon trace");
   auto head = in.get(0, std::min<uint64_t>(size, kTraceHeaderBytes), scratch, &why);
   if (head.empty()) return fail(why);
   if (!std::equal(std::begin(kTraceMagic), std::end(kTraceMagic), head.begin()))
     return fail("not a platoon trace");
   if (size < kTraceHeaderBytes) return fail("truncated trace header");
-  TraceContents out;
   out.meta.version = uint32_t(head[8]) | uint32_t(head[9]) << 8;
   out.meta.minor_version = uint32_t(head[10]) | uint32_t(head[11]) << 8;
   if (out.meta.version != kTraceMajorVersion)
     return fail("unsupported trace version " + std::to_string(out.meta.version) + " (this platoon reads " +
                 std::to_string(kTraceMajorVersion) + ")");
-
-  std::vector<uint8_t> raw, inflated;
-  uint64_t kept_snapshot_bytes = 0;
-  uint64_t off = kTraceHeaderBytes;
-  auto meta = next_chunk(in, off, options.verify_crc, raw, inflated, &why);
+  auto meta = next_chunk(in, kTraceHeaderBytes, verify_crc, raw, inflated, &why);
   if (meta && meta->type != ChunkType::meta) why = "first chunk is not META";
   if (meta && meta->type == ChunkType::meta) {
     ByteReader r(meta->body);
     if (!decode_meta(r, out.meta)) why = "malformed META chunk";
   }
   if (!why.empty()) return fail("trace metadata missing or corrupt (" + why + " at byte 16)");
-  off = meta->next;
+  return meta->next;
+}
 
-  while (off < size) {
-    auto c = next_chunk(in, off, options.verify_crc, raw, inflated, &why);
-    if (c && !take_chunk(*c, options, out, kept_snapshot_bytes)) why = "malformed chunk";
-    if (!why.empty()) {
-      out.truncated = true;
-      out.truncated_at = off;
-      out.truncated_reason = why;
-      break;
-    }
-    off = c->next;
-    if (out.complete) break;  // STOP is the last chunk; anything after it is not ours
+}  // namespace
+
+// What a cursor holds between chunks.
+struct TraceCursor::State {
+  std::unique_ptr<Input> in;
+  ReadOptions options;
+  TraceContents out;
+  uint64_t off = 0;
+  uint64_t kept_snapshot_bytes = 0;
+  bool done = false;
+  std::vector<uint8_t> raw, inflated;
+};
+
+TraceCursor::TraceCursor(std::unique_ptr<State> st) : st_(std::move(st)) {}
+TraceCursor::~TraceCursor() = default;
+
+bool TraceCursor::next() {
+  State& st = *st_;
+  if (st.done || st.off >= st.in->size()) return !(st.done = true);
+  std::string why;
+  auto c = next_chunk(*st.in, st.off, st.options.verify_crc, st.raw, st.inflated, &why);
+  if (c && !take_chunk(*c, st.options, st.out, st.kept_snapshot_bytes)) why = "malformed chunk";
+  if (!why.empty()) {
+    st.out.truncated = true;
+    st.out.truncated_at = st.off;
+    st.out.truncated_reason = why;
+    return !(st.done = true);
   }
-  return out;
+  st.off = c->next;
+  if (st.out.complete) st.done = true;  // STOP is the last chunk; anything after it is not ours
+  return true;
+}
+
+const TraceContents& TraceCursor::contents() const { return st_->out; }
+TraceContents TraceCursor::take_contents() { return std::move(st_->out); }
+
+namespace {
+
+std::unique_ptr<TraceCursor::State> start(std::unique_ptr<Input> in, const ReadOptions& options, std::string* error) {
+  auto st = std::make_unique<TraceCursor::State>();
+  st->options = options;
+  auto first = read_head(*in, options.verify_crc, st->out, error);
+  if (!first) return nullptr;
+  st->off = *first;
+  st->in = std::move(in);
+  return st;
+}
+
+std::optional<TraceContents> read_all(std::unique_ptr<TraceCursor> c) {
+  while (c->next()) {
+  }
+  return c->take_contents();
 }
 
 }  // namespace
@@ -467,28 +504,34 @@ bool for_each_event(std::span<const uint8_t> records, const EventFn& fn) {
   return true;
 }
 
-std::optional<TraceContents> read_trace_bytes(std::span<const uint8_t> bytes, std::string* error,
-                                              const ReadOptions& options) {
-  SpanInput in(bytes);
-  return parse(in, options, error);
-}
-
-std::optional<TraceContents> read_trace(const std::string& path, std::string* error,
-                                        const ReadOptions& options) {
-  auto fail = [&](const std::string& msg) -> std::optional<TraceContents> {
+std::unique_ptr<TraceCursor> TraceCursor::open(const std::string& path, std::string* error, const ReadOptions& options) {
+  auto fail = [&](const std::string& msg) -> std::unique_ptr<TraceCursor> {
     if (error) *error = path + ": " + msg;
-    return std::nullopt;
+    return nullptr;
   };
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return fail(std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return fail("not a regular file");
-  FileInput in(std::move(fd), static_cast<uint64_t>(st.st_size));
   std::string why;
-  auto contents = parse(in, options, &why);
-  if (!contents) return fail(why);
-  return contents;
+  auto state = start(std::make_unique<FileInput>(std::move(fd), static_cast<uint64_t>(st.st_size)), options, &why);
+  if (!state) return fail(why);
+  return std::unique_ptr<TraceCursor>(new TraceCursor(std::move(state)));
+}
+
+std::optional<TraceContents> read_trace_bytes(std::span<const uint8_t> bytes, std::string* error,
+                                              const ReadOptions& options) {
+  auto state = start(std::make_unique<SpanInput>(bytes), options, error);
+  if (!state) return std::nullopt;
+  return read_all(std::unique_ptr<TraceCursor>(new TraceCursor(std::move(state))));
+}
+
+std::optional<TraceContents> read_trace(const std::string& path, std::string* error,
+                                        const ReadOptions& options) {
+  auto c = TraceCursor::open(path, error, options);
+  if (!c) return std::nullopt;
+  return read_all(std::move(c));
 }
 
 }  // namespace platoon::model

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -84,6 +85,30 @@ std::optional<TraceContents> read_trace(const std::string& path, std::string* er
                                         const ReadOptions& options = {});
 std::optional<TraceContents> read_trace_bytes(std::span<const uint8_t> bytes, std::string* error,
                                               const ReadOptions& options = {});
+
+// The reader, one chunk at a time, for consumers that play a recording forward without holding
+// it (doctor FILE): open() reads the header and META; each next() reads one more chunk and
+// delivers its snapshot or events through the options' callbacks, as read_trace does; false
+// once the recording is over (STOP, the end of the file, or a damaged chunk: then
+// contents().truncated). contents() is what read_trace would return so far.
+class TraceCursor {
+ public:
+  // Null with "PATH: reason" as read_trace's.
+  static std::unique_ptr<TraceCursor> open(const std::string& path, std::string* error, const ReadOptions& options);
+  ~TraceCursor();
+  TraceCursor(const TraceCursor&) = delete;
+  TraceCursor& operator=(const TraceCursor&) = delete;
+
+  bool next();
+  const TraceContents& contents() const;
+  TraceContents take_contents();
+
+  struct State;
+  explicit TraceCursor(std::unique_ptr<State> st);
+
+ private:
+  std::unique_ptr<State> st_;
+};
 
 // Walks records laid end to end. Returns false at the first invalid one (unknown type or fewer
 // bytes left than its type's size), after calling fn for every valid record before it.
