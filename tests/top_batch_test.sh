@@ -39,6 +39,20 @@ grep -q 'source procfs' "$tmp/p.txt" || fail "procfs: no source line"
 grep -q 'lacks:.*io' "$tmp/p.txt" || fail "procfs: does not say what it lacks"
 grep -qE '^ *[0-9]+ carrier-0 ' "$tmp/p.txt" || fail "procfs: no carrier-0"
 
+# --columns: only those columns, and only the probes they need (no epoll program while it runs,
+# counted against bpftool's list of loaded programs); an unknown key is a usage error.
+"$bin/platoon" top --pid "$spid" --batch -n 3 -i 0.5 --columns cpu_pct,wait_pct > "$tmp/col.txt" & tpid=$!
+sleep 1
+progs=$(bpftool prog show 2>/dev/null | grep -c 'name epoll_' || true)
+swtch=$(bpftool prog show 2>/dev/null | grep -c 'name switch_' || true)
+wait "$tpid" || fail "--columns run"
+header=$(grep -m1 '^ *TID' "$tmp/col.txt" | tr -s ' ')
+[ "$header" = " TID NAME v%CPU %WAIT" ] || { cat "$tmp/col.txt"; fail "--columns cpu_pct,wait_pct: header '$header'"; }
+[ "$swtch" -ge 1 ] || fail "--columns: no sched_switch program loaded while top ran"
+[ "$progs" = 0 ] || fail "--columns cpu_pct,wait_pct: $progs epoll programs loaded"
+echo "ok --columns: $header; epoll programs loaded: $progs"
+expect_error --status 2 "unknown column 'bogus'" "$bin/platoon" top --pid "$spid" --batch -n 1 --columns bogus
+
 # A launched command: top ends when it does.
 "$bin/platoon" top --batch -i 0.25 -- sleep 1 > "$tmp/c.txt" 2> "$tmp/c.err" || fail "launched command run"
 grep -q 'command exited' "$tmp/c.err" || { cat "$tmp/c.err"; fail "no 'command exited'"; }

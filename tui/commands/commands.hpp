@@ -116,6 +116,9 @@ struct TopOptions {
   bool batch = false;         // plain-text table every interval (also when stdout is not a tty)
   long iterations = 0;        // --batch: stop after N intervals; 0 = until Ctrl-C or the target ends
   std::string replay;         // --replay FILE instead of a live target
+  // --columns: the catalog keys of the metric columns on screen (TID and NAME always are);
+  // empty: the default set. A live top collects only what they need (LiveOptions::fields).
+  std::vector<std::string> columns;
 };
 int run_top(const TopOptions& opt);
 

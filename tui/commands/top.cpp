@@ -205,7 +205,36 @@ std::unique_ptr<tui::Screen> open_screen(bool batch, std::string& error) {
   return batch ? nullptr : tui::Screen::open(error);
 }
 
-int run_live(const TopOptions& opt, bool batch) {
+// --columns: the columns named (by catalog key) go on screen, the others off; TID and NAME stay.
+// False with a one-line error naming the valid keys.
+bool choose_columns(const std::vector<std::string>& keys, std::vector<model::Column>& out, std::string& error) {
+  std::string valid;
+  for (const auto& info : model::columns()) {
+    const std::string key = info.metric->key;
+    if (info.id == model::Column::tid || info.id == model::Column::name) continue;
+    valid += (valid.empty() ? "" : ",") + key;
+    if (std::find(keys.begin(), keys.end(), key) != keys.end()) out.push_back(info.id);
+  }
+  for (const auto& k : keys) {
+    const bool known = std::any_of(model::columns().begin(), model::columns().end(),
+                                   [&](const model::ColumnInfo& i) { return k == i.metric->key; });
+    if (!known) {
+      error = "unknown column '" + k + "' in --columns (one of " + valid + ")";
+      return false;
+    }
+  }
+  return true;
+}
+
+void show_only(model::TopState& st, const std::vector<model::Column>& shown) {
+  if (shown.empty()) return;
+  for (const auto& info : model::columns()) {
+    const bool identity = info.id == model::Column::tid || info.id == model::Column::name;
+    st.show_column(info.id, identity || std::find(shown.begin(), shown.end(), info.id) != shown.end());
+  }
+}
+
+int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, bool batch) {
   std::string error;
   // Without raw events: the live view reads the in-kernel aggregates once per interval only.
   auto session = LiveSession::open(opt.live, {.record_events = false}, error);
@@ -220,6 +249,7 @@ int run_live(const TopOptions& opt, bool batch) {
   }
   Top top(opt, Feed{.source = session->source(), .session = session.get()}, std::move(screen));
   model::TopState& st = top.state();
+  show_only(st, shown);
   st.set_interval(opt.interval_s);
   st.target = opt.live.target.describe();
   st.source_line = session->source_line();
@@ -242,7 +272,7 @@ void describe_replay(model::TopState& st, const std::string& path, const model::
 
 // Replay steps both ways, so it holds the snapshots (within kKeepSnapshotBytes: past it only a
 // prefix is replayed), never the raw events, which it does not show.
-int run_replay(const TopOptions& opt, bool batch) {
+int run_replay(const TopOptions& opt, const std::vector<model::Column>& shown, bool batch) {
   std::string error;
   auto replay = model::ReplaySource::open(opt.replay, error, {.keep_events = false});
   if (!replay) return fail(error);
@@ -266,6 +296,7 @@ int run_replay(const TopOptions& opt, bool batch) {
                          : std::max<uint64_t>(1, (replay->at(windows).ts_ns - replay->at(0).ts_ns) / windows);
   Top top(opt, Feed{.source = *replay, .replay = replay.get(), .replay_interval_ns = interval_ns}, std::move(screen));
   model::TopState& st = top.state();
+  show_only(st, shown);
   st.replay().active = true;
   st.replay().count = windows;
   st.set_interval(static_cast<double>(interval_ns) / 1e9);
@@ -277,8 +308,17 @@ int run_replay(const TopOptions& opt, bool batch) {
 }  // namespace
 
 int run_top(const TopOptions& opt) {
+  std::vector<model::Column> shown;
+  std::string error;
+  if (!choose_columns(opt.columns, shown, error)) return usage_error("top", error);
   const bool batch = opt.batch || !isatty(STDOUT_FILENO);
-  return opt.replay.empty() ? run_live(opt, batch) : run_replay(opt, batch);
+  if (!opt.replay.empty()) return run_replay(opt, shown, batch);
+  TopOptions live = opt;
+  // The header and the detail view read the scheduler's fields; IO and drain (the epoll
+  // programs, the runtime probes) only the columns that show them.
+  if (!shown.empty())
+    live.live.fields = (model::kFieldsBpf & ~(model::kFieldIo | model::kFieldDrain)) | model::needed_fields(shown);
+  return run_live(live, shown, batch);
 }
 
 CommandRun add_top(CLI::App& sub) {
@@ -295,6 +335,10 @@ CommandRun add_top(CLI::App& sub) {
   sub.add_flag("-b,--batch", opt.batch, "print the table every interval as plain text (default when stdout is not a terminal)");
   sub.add_option("-n,--iterations", opt.iterations, "with --batch: stop after N intervals");
   sub.add_option("--replay", opt.replay, "play a trace file written by platoon record (or top's r key)");
+  sub.add_option("--columns", opt.columns,
+                 "metric columns on screen, by catalog key (e.g. cpu_pct,wait_pct; docs/metrics.md); "
+                 "a live top loads only the probes they need")
+      ->delimiter(',');
   f->live.add_procfs(sub, opt.live, "sample /proc instead of loading BPF (fewer fields)");
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes");
   f->live.add_raw_tp(sub, opt.live);
