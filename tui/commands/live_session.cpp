@@ -1,8 +1,13 @@
 #include "tui/commands/live_session.hpp"
 
 #include <signal.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "bpf/collectors/sources.hpp"
+#include "bpf/snapshot/clock.hpp"
+#include "tui/version.hpp"
 
 namespace platoon::cli {
 
@@ -54,6 +59,27 @@ std::unique_ptr<LiveSession> LiveSession::open(const LiveOptions& opt, Setup set
 }
 
 LiveSession::~LiveSession() { end_command(); }
+
+model::TraceMeta LiveSession::trace_meta(double interval_s) const {
+  model::TraceMeta meta;
+  meta.tool_version = kVersion;
+  meta.source = source().source();
+  meta.attach_mode = source().attach_mode();
+  meta.interval_ns = static_cast<uint64_t>(interval_s * 1e9);
+  meta.start_boottime_ns = model::clock_ns(CLOCK_BOOTTIME);
+  meta.start_realtime_ns = model::clock_ns(CLOCK_REALTIME);
+  meta.ncpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF));
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  meta.hostname = host;
+  utsname uts{};
+  if (uname(&uts) == 0) meta.kernel = uts.release;
+  meta.target = opt_.target.describe();
+  for (pid_t p : pids_) meta.pids.push_back(static_cast<uint32_t>(p));
+  meta.comm = opt_.target.comm;
+  meta.command = opt_.target.command;
+  return meta;
+}
 
 std::string LiveSession::source_line() const {
   const std::string s = model::to_string(source_->source());

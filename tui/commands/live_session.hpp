@@ -14,6 +14,7 @@
 
 #include "tui/commands/commands.hpp"
 #include "bpf/snapshot/source.hpp"
+#include "tui/trace/trace_writer.hpp"
 #include "tui/commands/target.hpp"
 
 namespace platoon::cli {
@@ -46,6 +47,9 @@ class LiveSession {
   const std::vector<pid_t>& pids() const { return pids_; }
   // "bpf (tp_btf)", or "procfs" when mode and source agree.
   std::string source_line() const;
+  // The header of a recording of this session (record, top's r): the source, the target, the
+  // machine, and both clocks read now.
+  model::TraceMeta trace_meta(double interval_s) const;
 
   // Lets the launched command exec (after the caller took its baseline); true without one.
   bool release(std::string& error);

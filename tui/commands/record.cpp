@@ -63,27 +63,6 @@ int fail(const std::string& msg) {
   return kExitFailure;
 }
 
-model::TraceMeta make_meta(const RecordOptions& opt, const LiveSession& session) {
-  model::TraceMeta meta;
-  meta.tool_version = kVersion;
-  meta.source = session.source().source();
-  meta.attach_mode = session.source().attach_mode();
-  meta.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
-  meta.start_boottime_ns = model::clock_ns(CLOCK_BOOTTIME);
-  meta.start_realtime_ns = model::clock_ns(CLOCK_REALTIME);
-  meta.ncpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF));
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  meta.hostname = host;
-  utsname uts{};
-  if (uname(&uts) == 0) meta.kernel = uts.release;
-  meta.target = opt.live.target.describe();
-  for (pid_t p : session.pids()) meta.pids.push_back(static_cast<uint32_t>(p));
-  meta.comm = opt.live.target.comm;
-  meta.command = opt.live.target.command;
-  return meta;
-}
-
 // The recording once it runs: raw events as they come, a snapshot per interval, until the
 // duration, a stop signal, the command's end or a write error.
 class RecordLoop {
@@ -198,7 +177,7 @@ int run_record(const RecordOptions& opt) {
   const std::string& note = session->note();
   if (!note.empty()) std::fprintf(stderr, "platoon record: %s\n", note.c_str());
 
-  const model::TraceMeta meta = make_meta(opt, *session);
+  const model::TraceMeta meta = session->trace_meta(opt.interval_s);
   auto writer = model::TraceWriter::create(std::move(*output), meta, {}, &error);
   if (!writer) return fail(error);
   if (writer->replaced_earlier_file())

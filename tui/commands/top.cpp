@@ -32,19 +32,6 @@ int fail(const std::string& msg) {
   return kExitFailure;
 }
 
-model::TraceMeta meta_for(const TopOptions& opt, const LiveSession& session) {
-  model::TraceMeta meta;
-  meta.tool_version = kVersion;
-  meta.source = session.source().source();
-  meta.attach_mode = session.source().attach_mode();
-  meta.interval_ns = static_cast<uint64_t>(opt.interval_s * 1e9);
-  meta.target = opt.live.target.describe();
-  for (pid_t p : session.pids()) meta.pids.push_back(static_cast<uint32_t>(p));
-  meta.comm = opt.live.target.comm;
-  meta.command = opt.live.target.command;
-  return meta;
-}
-
 // Where the loop's snapshots come from: exactly one of a live session and a recording.
 struct Feed {
   model::SnapshotSource& source;
@@ -119,7 +106,7 @@ class Top {
     std::string error;
     if (!feed_.session) st_.status = "recording is for live targets";
     else if (recorder_.active()) recorder_.stop("stopped from top");
-    else if (!recorder_.start(meta_for(opt_, *feed_.session), prev_, error)) st_.status = error;
+    else if (!recorder_.start(feed_.session->trace_meta(opt_.interval_s), prev_, error)) st_.status = error;
   }
 
   // `.` and `,`: one window forward or back (replay only), paused: stepping means looking closely.
