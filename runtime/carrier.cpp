@@ -308,7 +308,14 @@ void Carrier::push_local(Fiber* f) {
 void Carrier::run(Fiber* f) {
   if (f->home && f->home != this) stats_.off_home_runs.add();
   running_.store(f, std::memory_order_relaxed);
-  f->state.store(FiberState::running, std::memory_order_release);
+  // seq_cst, not release: a Dekker pair with unpark(). An unpark that finds the fiber `queued`
+  // does nothing and relies on the fiber, once running, to see whatever the unparker wrote
+  // before it (e.g. a posted counter). With a release store the fiber's first loads after the
+  // switch can be satisfied before this store is visible (x86 store buffer): the unparker still
+  // reads `queued` and returns, the fiber reads the old data and parks (running -> parked
+  // succeeds), and the unpark is lost. seq_cst here (xchg) and in unpark()'s load forbid that:
+  // either unpark sees `running` (-> notified) or the fiber sees the unparker's writes.
+  f->state.store(FiberState::running, std::memory_order_seq_cst);
   f->resume(stack_id_, &asan_fake_stack_);
   running_.store(nullptr, std::memory_order_relaxed);
   after_switch_out(f);

@@ -233,7 +233,9 @@ void JoinHandle::join() {
 bool JoinHandle::done() const { return !state_ || state_->done.load() != 0; }
 
 void unpark(Fiber* f) {
-  FiberState s = f->state.load(std::memory_order_acquire);
+  // seq_cst: pairs with the seq_cst store of `running` in Carrier::run() (see there); when we
+  // read `queued` and return, the fiber's next run must see the caller's earlier writes.
+  FiberState s = f->state.load(std::memory_order_seq_cst);
   for (;;) {
     switch (s) {
       case FiberState::running:
