@@ -38,4 +38,12 @@ static __always_inline __u32 task_cpu(struct task_struct *t)
 	return BPF_CORE_READ((struct task_struct___with_cpu *)t, cpu);
 }
 
+/* The same, as a plain load where the program has BTF pointers. */
+static __always_inline __u32 task_cpu_fast(bool btf, struct task_struct *t)
+{
+	if (btf && bpf_core_field_exists(t->thread_info.cpu))
+		return t->thread_info.cpu;
+	return task_cpu(t);
+}
+
 #endif /* PLATOON_BPF_CORE_FIXES_BPF_H */

@@ -22,6 +22,11 @@ const volatile bool targ_switch_state_arg = true;
  * above it are counted in cpu_overflow. Lowered only by tests, to exercise that count on a
  * machine with few CPUs. */
 const volatile __u32 targ_cpu_slots = PLATOON_MAX_CPUS;
+/* Where a thread's time blocked in epoll starts: at its voluntary switch-out inside one of the
+ * epoll_wait syscalls (its syscall number is in its saved registers; tp_btf with
+ * bpf_task_pt_regs, 5.15), so the syscall enter tracepoints are not attached at all. False:
+ * at sys_enter_epoll_*, as before (raw_tp, older kernels). */
+const volatile bool targ_epoll_at_switch = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -8,6 +8,7 @@
 #include "bpf/thread_stats.bpf.h"
 #include "bpf/core_fixes.bpf.h"
 #include "bpf/bits.bpf.h"
+#include "bpf/in_epoll.bpf.h"
 
 /* ---- sched_switch ----
  * prev leaves the CPU: its run interval ends. It switched out voluntarily iff it was not
@@ -46,9 +47,14 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			 * record misses them too). Where the wait ended and the run began is unknown,
 			 * so that interval is dropped rather than booked as one long wait. */
 			s->runnable = 0;
-			if (!preempt && prev_state != 0)
+			if (!preempt && prev_state != 0) {
 				s->switches_voluntary++;
-			else
+				/* Going to sleep inside epoll_wait: its blocked time starts (the
+				 * first sleep of the call; epoll_exit ends it). */
+				if (btf && targ_epoll_at_switch && !s->epoll_enter_ns &&
+				    blocked_in_epoll(prev))
+					s->epoll_enter_ns = now;
+			} else
 				s->switches_involuntary++;
 			if (task_state_fast(btf, prev) == TASK_RUNNING) {
 				s->runnable = 1;
@@ -106,10 +112,10 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			e->next_tid = next_tid;
 			e->next_pid = next_tgid;
 			e->prev_state = preempt ? 0 : prev_state;
-			e->prev_prio = BPF_CORE_READ(prev, prio);
-			e->next_prio = BPF_CORE_READ(next, prio);
-			read_comm(e->prev_comm, prev);
-			read_comm(e->next_comm, next);
+			e->prev_prio = TASK_FIELD(btf, prev, prio);
+			e->next_prio = TASK_FIELD(btf, next, prio);
+			read_comm_fast(btf, e->prev_comm, prev);
+			read_comm_fast(btf, e->next_comm, next);
 			submit_event(e);
 		}
 	}
@@ -151,10 +157,10 @@ int BPF_PROG(switch_raw, bool preempt, struct task_struct *prev, struct task_str
  * stacks a context more than 16 KiB deep would be misread as interrupt context (rare). */
 #define PLATOON_THREAD_SIZE (16 * 1024)
 
-static __always_inline bool in_interrupt_context(void *ctx)
+static __always_inline bool in_interrupt_context(bool btf, void *ctx)
 {
-	struct task_struct *cur = (struct task_struct *)bpf_get_current_task();
-	unsigned long stack = (unsigned long)BPF_CORE_READ(cur, stack);
+	unsigned long stack = btf ? (unsigned long)bpf_get_current_task_btf()->stack
+				  : (unsigned long)BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), stack);
 	unsigned long here = 0;
 	void *volatile slot = ctx;
 
@@ -169,8 +175,8 @@ static __always_inline bool in_interrupt_context(void *ctx)
  * `current` is unrelated. The run-queue wait starts at sched_wakeup(_new), when the task is
  * enqueued (what runqlat does). A wakeup of a task that is still on its CPU (woken before it
  * got to block) or already queued starts nothing. */
-static __always_inline void emit_wake(__u16 type, struct task_struct *p, __u32 tid, __u32 tgid,
-				      __u64 now, __u32 waker_tid)
+static __always_inline void emit_wake(bool btf, __u16 type, struct task_struct *p, __u32 tid,
+				      __u32 tgid, __u64 now, __u32 waker_tid)
 {
 	struct platoon_ev_wake *e = reserve_event(sizeof(*e));
 
@@ -178,10 +184,10 @@ static __always_inline void emit_wake(__u16 type, struct task_struct *p, __u32 t
 		return;
 	fill_header(&e->h, now, type, bpf_get_smp_processor_id(), tid);
 	e->pid = tgid;
-	e->target_cpu = task_cpu(p);
-	e->prio = BPF_CORE_READ(p, prio);
+	e->target_cpu = task_cpu_fast(btf, p);
+	e->prio = TASK_FIELD(btf, p, prio);
 	e->waker_tid = waker_tid;
-	read_comm(e->comm, p);
+	read_comm_fast(btf, e->comm, p);
 	submit_event(e);
 }
 
@@ -194,7 +200,7 @@ static __always_inline int on_waking(void *ctx, bool btf, struct task_struct *p)
 	if (!is_target(tgid))
 		return 0;
 	tid = TASK_FIELD(btf, p, pid);
-	if (in_interrupt_context(ctx)) {
+	if (in_interrupt_context(btf, ctx)) {
 		waker = NULL;
 		waker_tid = 0;
 	} else {
@@ -203,7 +209,7 @@ static __always_inline int on_waking(void *ctx, bool btf, struct task_struct *p)
 	}
 	add_pair(tid, waker_tid, PLATOON_PAIR_WOKEN_BY, waker, true, 1, 0);
 	if (targ_events)
-		emit_wake(PLATOON_EV_WAKING, p, tid, tgid, bpf_ktime_get_boot_ns(), waker_tid);
+		emit_wake(btf, PLATOON_EV_WAKING, p, tid, tgid, bpf_ktime_get_boot_ns(), waker_tid);
 	return 0;
 }
 
@@ -229,7 +235,7 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p, __u16 type
 		s->last_seen_ns = now;
 	}
 	if (targ_events)
-		emit_wake(type, p, tid, tgid, now, (__u32)bpf_get_current_pid_tgid());
+		emit_wake(btf, type, p, tid, tgid, now, (__u32)bpf_get_current_pid_tgid());
 	return 0;
 }
 
@@ -297,8 +303,8 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest_
 			e->pid = tgid;
 			e->orig_cpu = orig_cpu;
 			e->dest_cpu = dest_cpu;
-			e->prio = BPF_CORE_READ(p, prio);
-			read_comm(e->comm, p);
+			e->prio = TASK_FIELD(btf, p, prio);
+			read_comm_fast(btf, e->comm, p);
 			submit_event(e);
 		}
 	}

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # What tracing costs the traced server, side by side in one run: platoon-server's closed-loop
-# max TPS and fixed-rate p50 with no tracing, under `platoon record`, under `perf sched record`
-# and under the equivalent bpftrace script (tracing/sched.bt); plus the mean cost of each platoon
-# BPF program per event (kernel.bpf_stats_enabled: run_time_ns / run_cnt) and lost events.
+# max TPS and fixed-rate p50 with no tracing, under `platoon record` (raw events), `platoon top
+# --batch` and `platoon exporter` (aggregates only), under `perf sched record` and under the
+# equivalent bpftrace script (tracing/sched.bt); plus the mean cost of each platoon BPF program
+# per event (kernel.bpf_stats_enabled: run_time_ns / run_cnt), per sched_switch and per epoll
+# wait call, and lost events. Issue 14's goals are in the summary's "goals" block.
 # Conditions alternate within each round, so drift in this noisy VM hits all of them alike;
 # the summary quotes medians over the rounds.
 #
@@ -12,7 +14,7 @@
 set -euo pipefail
 build=build
 [ $# -gt 0 ] && [[ $1 != --* ]] && { build=$1; shift; }
-rounds=5 duration=5 rate=5000
+rounds=7 duration=5 rate=5000
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -49,8 +51,16 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
   case $1 in
     none) ;;
     platoon)
-      taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/platoon-$2.trace" 2> "$out/platoon-$2.err" & tracer_pid=$!
+      taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/platoon-$2.trace" $3 2> "$out/platoon-$2.err" & tracer_pid=$!
       for _ in $(seq 200); do grep -q recording "$out/platoon-$2.err" && break; sleep 0.05; done ;;
+    top)
+      taskset -c 0 "$bin/platoon" top --pid "$spid" --batch --interval 1 --iterations 100000 > "$out/top-$2.log" 2>&1 & tracer_pid=$!
+      for _ in $(seq 200); do grep -q 'platoon top' "$out/top-$2.log" && break; sleep 0.05; done ;;
+    exporter)
+      taskset -c 0 "$bin/platoon" exporter --pid "$spid" --listen 127.0.0.1:0 2> "$out/exporter-$2.err" & tracer_pid=$!
+      for _ in $(seq 200); do grep -q 'listening on' "$out/exporter-$2.err" && break; sleep 0.05; done
+      eport=$(grep -o 'listening on [0-9.]*:[0-9]*' "$out/exporter-$2.err" | sed 's/.*://')
+      curl -fsS "http://127.0.0.1:$eport/metrics" > /dev/null ;;  # one scrape, as Prometheus would
     perf)
       taskset -c 0 perf sched record -o "$out/perf-$2.data" > "$out/perf-$2.log" 2>&1 & tracer_pid=$!
       sleep 1.5 ;;
@@ -86,7 +96,7 @@ stop_tracer() {  # condition round
   return 0
 }
 
-conditions=(none platoon perf bpftrace)
+conditions=(none platoon top exporter perf bpftrace)
 for r in $(seq "$rounds"); do
   for c in "${conditions[@]}"; do
     start_tracer "$c" "$r"
@@ -104,7 +114,7 @@ done
 # Per-program cost in a separate run: kernel.bpf_stats_enabled adds two clock reads to every
 # program run, so it stays off while the conditions above are measured.
 sysctl -qw kernel.bpf_stats_enabled=1
-start_tracer platoon cost
+start_tracer platoon cost ""
 cpu_seconds "$spid" > "$out/server-cost.before"
 taskset -c 0 "$bin/platoon-load" --url "$url" --connections 64 --threads 1 --duration "$duration" --json "$out/max-cost.json" > /dev/null
 cpu_seconds "$spid" > "$out/server-cost.after"
@@ -115,7 +125,7 @@ prog_stats cost
 python3 - "$out" "$rounds" "$rate" "$build/bench/tracing-overhead.json" "$(getconf CLK_TCK)" <<'PY'
 import json, statistics, sys, glob
 out, rounds, rate, dest, hz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-conds = ["none", "platoon", "perf", "bpftrace"]
+conds = ["none", "platoon", "top", "exporter", "perf", "bpftrace"]
 R = range(1, rounds + 1)
 def load(kind, c, r): return json.load(open(f"{out}/{kind}-{c}-{r}.json"))
 def server_us_per_req(c, r):
@@ -157,6 +167,15 @@ cost_requests = json.load(open(f"{out}/max-cost.json"))["requests"]
 cost_server_s = float(open(f"{out}/server-cost.after").read()) - float(open(f"{out}/server-cost.before").read())
 bpf_ns_per_request = sum(v["run_time_ns"] for v in progs.values()) / cost_requests
 server_ns_per_request = cost_server_s * 1e9 / cost_requests
+# Per event, all programs that run for it: the switch hook per sched_switch; enter (when the
+# kernel needs it) and exit per epoll wait call (every caller on the machine runs them).
+def runs(*names): return sum(progs[n]["run_cnt"] for n in names if n in progs)
+def ns(*names): return sum(progs[n]["run_time_ns"] for n in names if n in progs)
+sw = [n for n in progs if n.startswith("switch_")]
+per_switch = ns(*sw) / runs(*sw) if runs(*sw) else None
+ep_exit = [n for n in progs if n.startswith("epoll_") and n.endswith("_exit")]
+ep_all = [n for n in progs if n.startswith("epoll_")]
+per_epoll = ns(*ep_all) / runs(*ep_exit) if runs(*ep_exit) else None
 lost = []
 for f in sorted(glob.glob(f"{out}/platoon-[0-9]*.err")):
     for line in open(f):
@@ -175,7 +194,10 @@ summary = {
     "bpf_share_of_server_cpu_pct": 100.0 * bpf_ns_per_request / server_ns_per_request,
     "platoon_vs_perf_loss_ratio": (pl / pe) if pe > 0 else None,
     "platoon_vs_perf_cpu_overhead_ratio": (cl / ce) if ce > 0 else None,
-    "goals": {"platoon_max_tps_loss_pct": 3.0, "platoon_vs_perf_loss_ratio": 0.2, "sched_switch_ns_per_run": 150},
+    "ns_per_sched_switch": per_switch, "ns_per_epoll_call": per_epoll,
+    "goals": {"server_cpu_overhead_pct_record_vs_perf": "<= perf's", "server_cpu_overhead_pct_top_exporter": 2.0,
+              "platoon_max_tps_loss_pct": 3.0, "ns_per_sched_switch": 120, "ns_per_epoll_call": 150,
+              "drain_ns_amortised": 50, "lost_events": 0},
 }
 json.dump(summary, open(dest, "w"), indent=2)
 print(f"{'condition':10} {'max TPS':>9} {'loss':>7} {'p50 @%d/s' % rate:>12} {'p50 chg':>8} {'CPU1 us/req':>12} {'overhead':>9} {'server us/req':>14} {'overhead':>9} {'tracer CPU s':>13}")
@@ -191,6 +213,7 @@ for n, v in sorted(progs.items()):
     print(f"  {n:24} {v['ns_per_run']:8.1f} ns  ({v['run_cnt']} runs)")
 print(f"BPF time per request {bpf_ns_per_request:.0f} ns, server CPU per request {server_ns_per_request:.0f} ns "
       f"(both from the cost run): {100.0 * bpf_ns_per_request / server_ns_per_request:.1f}% of the server's CPU")
+print(f"per sched_switch {per_switch or 0:.1f} ns, per epoll wait call {per_epoll or 0:.1f} ns (all programs for it)")
 print(f"platoon lost events per round: {lost}")
 print(f"wrote {dest}")
 PY

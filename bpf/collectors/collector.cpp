@@ -216,15 +216,24 @@ struct Plan {
 // The epoll programs and the runtime probes: loaded when the attempt allows optional programs,
 // the kernel has them, and some view needs what they collect (o.fields: a dashboard showing no
 // IO or drain column does not pay for those hooks).
-void plan_optional_programs(const CollectorOptions& o, const Injected& inject, const Attempt& a, bool have_tracefs,
+void plan_optional_programs(const CollectorOptions& o, const KernelFeatures& kf, const Injected& inject,
+                            const Attempt& a, bool have_tracefs,
                             const std::string& events_dir, platoon_bpf* skel, Plan* plan) {
   const bool want_io = (o.fields & model::kFieldIo) != 0;
   const bool no_epoll = !a.optional || inject.has("epoll") || !want_io;
   bool any_epoll = false;
+  // Blocked time starts at the switch-out inside the call where the switch hook can tell
+  // (bpf/in_epoll.bpf.h); then only the exit tracepoints are attached.
+#if defined(__x86_64__) || defined(__aarch64__)
+  const bool at_switch = !a.raw_tp && kf.task_pt_regs;
+#else
+  const bool at_switch = false;
+#endif
+  skel->rodata->targ_epoll_at_switch = at_switch;
   for (const EpollHook& e : epoll_hooks(skel)) {
     const bool present = !no_epoll && have_tracefs &&
-                         access((events_dir + "/syscalls/sys_enter_" + e.syscall).c_str(), F_OK) == 0;
-    bpf_program__set_autoload(e.enter, present);
+                         access((events_dir + "/syscalls/sys_exit_" + e.syscall).c_str(), F_OK) == 0;
+    bpf_program__set_autoload(e.enter, present && !at_switch);
     bpf_program__set_autoload(e.exit, present);
     any_epoll |= present;
     if (!present && a.optional && want_io)
@@ -300,7 +309,7 @@ SkelPtr load_skeleton(const CollectorOptions& o, const std::string& comm, const 
   bpf_program__set_autoload(skel->progs.seed_threads, seed);
   if (!a.raw_tp && !kf.task_iter)
     plan->notes.push_back("seed: kernel has no task iterator (5.8+): threads existing at attach appear at their first event");
-  plan_optional_programs(o, inject, a, have_tracefs, events_dir, skel.get(), plan);
+  plan_optional_programs(o, kf, inject, a, have_tracefs, events_dir, skel.get(), plan);
 
   *err = platoon_bpf__load(skel.get());
   if (*err) return nullptr;

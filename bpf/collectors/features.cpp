@@ -54,11 +54,15 @@ KernelFeatures probe_features(const Injected& inject) {
   }
   f.ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr) == 1;
   f.boot_clock = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_ktime_get_boot_ns, nullptr) == 1;
+  // Asked of raw_tp, the stricter of the two switch program types (tp_btf's tracing programs
+  // get every helper raw_tp gets).
+  f.task_pt_regs = libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;
 
   if (inject.has("boot_clock")) f.boot_clock = false;
   if (inject.has("task_iter")) f.task_iter = false;
   if (inject.has("ringbuf")) f.ringbuf = false;
   if (inject.has("switch_state_arg")) f.switch_state_arg = false;
+  if (inject.has("task_pt_regs")) f.task_pt_regs = false;
   return f;
 }
 
