@@ -23,6 +23,7 @@
 #include <unordered_set>
 
 #include "bpf/collectors/features.hpp"
+#include "bpf/collectors/map_batch.hpp"
 #include "bpf/platoon.h"
 #include "bpf/collectors/system.hpp"
 #include "platoon.skel.h"
@@ -564,15 +565,7 @@ void Collector::refresh() {
 
 std::vector<std::pair<platoon_pair_key, platoon_pair_value>> Collector::Impl::read_pairs() const {
   std::vector<std::pair<platoon_pair_key, platoon_pair_value>> out;
-  const int fd = bpf_map__fd(skel->maps.pairs);
-  platoon_pair_key key{}, next{};
-  const platoon_pair_key* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    platoon_pair_value v;
-    if (bpf_map_lookup_elem(fd, &next, &v) == 0) out.emplace_back(next, v);
-    key = next;
-    prev = &key;
-  }
+  read_map(bpf_map__fd(skel->maps.pairs), &out);
   return out;
 }
 
@@ -630,15 +623,11 @@ std::vector<std::string> Collector::notes() const { return impl_->notes; }
 namespace {
 
 std::vector<platoon_thread_stats> read_stats(int fd) {
+  std::vector<std::pair<__u32, platoon_thread_stats>> entries;
+  read_map(fd, &entries, 256);
   std::vector<platoon_thread_stats> values;
-  __u32 key = 0, next = 0;
-  const __u32* prev = nullptr;
-  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
-    platoon_thread_stats v;
-    if (bpf_map_lookup_elem(fd, &next, &v) == 0) values.push_back(v);
-    key = next;
-    prev = &key;
-  }
+  values.reserve(entries.size());
+  for (const auto& e : entries) values.push_back(e.second);
   return values;
 }
 
