@@ -92,7 +92,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			 * first 16 switch-ins (threads name themselves right after they start), then
 			 * every 64th, so a rename shows up and the copy stays off most switches. */
 			if (s->switch_ins < 16 || (s->switch_ins & 63) == 0)
-				read_comm(s->comm, next);
+				read_comm_fast(btf, s->comm, next);
 			s->switch_ins++;
 			if (cpu < targ_cpu_slots)
 				HIST_INC(s->cpu_switch_ins, cpu, PLATOON_MAX_CPUS);
