@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "bpf/collectors/bpf_stats.hpp"
 #include "bpf/collectors/collector.hpp"
 #include "bpf/collectors/procfs_sampler.hpp"
 
@@ -12,7 +13,8 @@ namespace {
 
 class BpfSource final : public model::SnapshotSource {
  public:
-  BpfSource(std::unique_ptr<Collector> c, bool events) : c_(std::move(c)), events_(events) {}
+  BpfSource(std::unique_ptr<Collector> c, bool events, BpfStatsHold stats)
+      : c_(std::move(c)), events_(events), stats_(std::move(stats)) {}
   // rescan --comm, adopt forked children (their runtime probes), age idle pairs.
   void refresh() override { c_->refresh(); }
   model::Snapshot snapshot() override { return c_->snapshot(); }
@@ -36,10 +38,17 @@ class BpfSource final : public model::SnapshotSource {
     }
     return out;
   }
+  model::CostReading cost() const override {
+    model::CostReading r{stats_.counting() ? model::BpfStats::on : model::BpfStats::unknown, stats_.why(), {}};
+    for (const auto& p : c_->program_stats())
+      r.programs.push_back({p.name, p.run_cnt, p.run_time_ns, p.recursion_misses});
+    return r;
+  }
 
  private:
   std::unique_ptr<Collector> c_;
   bool events_;   // without a ring buffer the poll returns at once: wait out the timeout
+  BpfStatsHold stats_;   // the kernel counts run time for as long as the source lives
 };
 
 class ProcfsSource final : public model::SnapshotSource {
@@ -52,6 +61,7 @@ class ProcfsSource final : public model::SnapshotSource {
   }
   model::Source source() const override { return model::Source::procfs; }
   std::string attach_mode() const override { return "procfs"; }
+  model::CostReading cost() const override { return {model::BpfStats::none, "source procfs runs no BPF programs", {}}; }
   std::vector<std::string> notes() const override {
     std::string lacks;
     for (const auto& f : model::missing_fields(model::kFieldsProcfs)) lacks += (lacks.empty() ? "" : ", ") + f;
@@ -83,7 +93,7 @@ std::unique_ptr<model::SnapshotSource> open_source(const SourceOptions& opt, std
   OpenError kind = OpenError::none;
   std::string message;
   if (auto c = Collector::open(opt, &kind, &message))
-    return std::make_unique<BpfSource>(std::move(c), opt.record_events);
+    return std::make_unique<BpfSource>(std::move(c), opt.record_events, BpfStatsHold::acquire(opt.bpf_stats));
   // Without BPF privileges or BTF the same tables come from /proc, with fewer fields; anything
   // else is a real failure and is reported as such.
   if (kind == OpenError::permission || kind == OpenError::no_btf) {

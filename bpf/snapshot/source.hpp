@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -12,6 +13,29 @@
 #include "bpf/snapshot/snapshot.hpp"
 
 namespace platoon::model {
+
+// What the producer's own kernel programs have cost so far: the kernel's cumulative counters
+// per program (bpf_prog_info), read at one instant. Two readings make a rate
+// (tui/analysis/observer_cost.hpp).
+struct ProgramCost {
+  std::string name;
+  uint64_t run_cnt = 0;
+  uint64_t run_time_ns = 0;
+  uint64_t misses = 0;            // runs the kernel skipped (the program already active on that CPU)
+};
+enum class BpfStats : uint8_t {
+  none,      // the source runs no BPF programs (procfs, a replay): nothing to cost
+  on,        // the kernel counts run time: the programs' figures are real
+  unknown,   // it does not (stats off, --no-bpf-stats, no permission, old kernel): `why` says
+};
+inline const char* to_string(BpfStats s) {
+  return s == BpfStats::on ? "on" : s == BpfStats::unknown ? "unknown" : "none";
+}
+struct CostReading {
+  BpfStats stats = BpfStats::none;
+  std::string why;                // how the stats are on, or why they are not
+  std::vector<ProgramCost> programs;
+};
 
 class SnapshotSource {
  public:
@@ -32,9 +56,13 @@ class SnapshotSource {
   virtual std::string attach_mode() const = 0;   // "tp_btf", "raw_tp" or "procfs"
   // What the consumer should know about the data: what the source lacks, why BPF was not used.
   virtual std::vector<std::string> notes() const = 0;
-  // "bpf cost: PROGRAM N ns/run over M runs" per program that ran, when the kernel counts
-  // (sysctl kernel.bpf_stats_enabled=1); empty otherwise.
+  // "bpf cost: PROGRAM N ns/run over M runs" per program that ran, when the kernel counts (the
+  // source holds the stats on, bpf/collectors/bpf_stats.hpp, or kernel.bpf_stats_enabled=1);
+  // empty otherwise.
   virtual std::vector<std::string> cost_notes() const { return {}; }
+  // The same counters as a structure, with whether they can be trusted; a source without BPF
+  // programs says BpfStats::none.
+  virtual CostReading cost() const { return {BpfStats::none, "no BPF programs", {}}; }
 };
 
 }  // namespace platoon::model

@@ -23,6 +23,7 @@
 #include "tui/commands/live_flags.hpp"
 #include "tui/commands/http_listener.hpp"
 #include "tui/commands/live_session.hpp"
+#include "tui/analysis/observer_cost.hpp"
 #include "tui/outputs/prom_metrics.hpp"
 
 namespace platoon::cli {
@@ -81,6 +82,8 @@ class Exporter {
         info.attach_mode = source_.attach_mode();
         info.snapshot_seconds = snapshot_seconds_;
         info.snapshots = snapshots_;
+        info.bpf_cost = source_.cost();
+        info.self_cpu_seconds = static_cast<double>(model::self_cpu_ns()) / 1e9;
         cached_ = model_.render(info);
       }
       return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", cached_};
@@ -141,9 +144,8 @@ class Exporter {
   std::string ended_;
 };
 
-}  // namespace
-
-int run_exporter(const ExporterOptions& opt) {
+// run_exporter with the --no-bpf-stats choice, which ExporterOptions has no field for.
+int run_exporter_with(const ExporterOptions& opt, bool bpf_stats) {
   auto fail = [](int code, const std::string& msg) {
     std::fprintf(stderr, "platoon exporter: %s\n", msg.c_str());
     return code;
@@ -156,7 +158,7 @@ int run_exporter(const ExporterOptions& opt) {
 
   // Without raw events: the exporter reads the in-kernel aggregates at scrape time only. The
   // listener's event loop takes the stop signals.
-  auto session = LiveSession::open(opt.live, {.record_events = false, .stop_signals = false}, error);
+  auto session = LiveSession::open(opt.live, {.record_events = false, .stop_signals = false, .bpf_stats = bpf_stats}, error);
   if (!session) return fail(kExitFailure, error);
   if (!session->note().empty()) std::fprintf(stderr, "platoon exporter: %s\n", session->note().c_str());
   if (!session->release(error)) return fail(kExitFailure, error);
@@ -170,6 +172,10 @@ int run_exporter(const ExporterOptions& opt) {
   return exporter.finish(sig);
 }
 
+}  // namespace
+
+int run_exporter(const ExporterOptions& opt) { return run_exporter_with(opt, true); }
+
 CommandRun add_exporter(CLI::App& sub) {
   struct Flags {
     ExporterOptions opt;
@@ -182,6 +188,7 @@ CommandRun add_exporter(CLI::App& sub) {
       ->capture_default_str();
   f->live.add_procfs(sub, f->opt.live, "sample /proc instead of loading BPF (fewer metrics)");
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes");
+  f->live.add_no_bpf_stats(sub);
   sub.footer("Examples:\n  platoon exporter --comm platoon-server --listen :9464\n"
              "  platoon exporter --pid 1234 --listen 127.0.0.1:9464");
   return [f](const std::vector<std::string>& command) {
@@ -189,7 +196,7 @@ CommandRun add_exporter(CLI::App& sub) {
     if (!f->live.resolve(command, f->opt.live, error)) return usage_error("exporter", error);
     if (f->opt.max_threads < 1 || f->opt.max_threads > 100000)
       return usage_error("exporter", "--max-threads must be 1..100000");
-    return run_exporter(f->opt);
+    return run_exporter_with(f->opt, f->live.bpf_stats());
   };
 }
 

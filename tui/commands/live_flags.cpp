@@ -32,6 +32,12 @@ void LiveFlags::add_verbose(CLI::App& sub, LiveOptions& live) {
   sub.add_flag("-v,--verbose", live.verbose, "show libbpf's messages");
 }
 
+void LiveFlags::add_no_bpf_stats(CLI::App& sub) {
+  sub.add_flag("--no-bpf-stats", no_bpf_stats,
+               "do not turn the kernel's BPF run-time stats on (saves two clock reads per probe run; "
+               "platoon's own cost is then unknown)");
+}
+
 namespace {
 
 bool resolve_lifetime(const LiveFlags& f, const std::vector<std::string>& command, LiveOptions& live,

@@ -19,6 +19,9 @@ struct LiveFlags {
   std::string pids, comm, kill_after, pair_idle;
   uint32_t threads_max = 0, pairs_max = 0;
   bool follow = false, no_follow = false, keep_running = false, no_usdt = false;
+  // --no-bpf-stats: LiveOptions has no field for it, so the command passes it to
+  // LiveSession::Setup::bpf_stats itself (bpf_stats()).
+  bool no_bpf_stats = false;
 
   // --pid, --comm, --follow-forks, --kill-after, --keep-running and the "Maps" group.
   void add_target(CLI::App& sub);
@@ -27,6 +30,10 @@ struct LiveFlags {
   void add_no_usdt(CLI::App& sub, const std::string& help);
   void add_raw_tp(CLI::App& sub, LiveOptions& live);
   void add_verbose(CLI::App& sub, LiveOptions& live);
+  // --no-bpf-stats: do not turn the kernel's BPF run-time stats on (the observer cost is then
+  // unknown unless kernel.bpf_stats_enabled=1).
+  void add_no_bpf_stats(CLI::App& sub);
+  bool bpf_stats() const { return !no_bpf_stats; }
 
   bool names_target(const std::vector<std::string>& command) const {
     return !pids.empty() || !comm.empty() || !command.empty();

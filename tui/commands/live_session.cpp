@@ -15,13 +15,15 @@ namespace {
 volatile sig_atomic_t g_stop = 0;
 void on_stop(int) { g_stop = 1; }
 
-bpf::SourceOptions source_options(const LiveOptions& opt, const std::vector<pid_t>& pids, bool record_events) {
+bpf::SourceOptions source_options(const LiveOptions& opt, const std::vector<pid_t>& pids,
+                                  const LiveSession::Setup& setup) {
   bpf::SourceOptions so;
   so.pids = pids;
   so.comm = opt.target.comm;
   so.follow_forks = opt.follows_forks();
   so.procfs = opt.procfs;
-  so.record_events = record_events;
+  so.record_events = setup.record_events;
+  so.bpf_stats = setup.bpf_stats;
   so.ringbuf_bytes = opt.ringbuf_mb << 20;
   so.force_raw_tp = opt.raw_tp;
   so.verbose = opt.verbose;
@@ -52,7 +54,7 @@ std::unique_ptr<LiveSession> LiveSession::open(const LiveOptions& opt, Setup set
   if (!start_live_target(opt.target, {opt.kill_after_s, opt.keep_running}, target, error)) return nullptr;
   if (target.child) s->child_.emplace(std::move(*target.child));
   s->pids_ = std::move(target.pids);
-  s->source_ = bpf::open_source(source_options(opt, s->pids_, setup.record_events), error, s->note_);
+  s->source_ = bpf::open_source(source_options(opt, s->pids_, setup), error, s->note_);
   if (!s->source_) return nullptr;   // the held command is ended unrun (LaunchedCommand)
   if (setup.stop_signals) install_stop_signals();
   return s;

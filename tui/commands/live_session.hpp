@@ -30,6 +30,9 @@ class LiveSession {
   struct Setup {
     bool record_events = false;   // raw events besides the aggregates (record, doctor)
     bool stop_signals = true;     // false: the caller's event loop handles them (exporter)
+    // Hold the kernel's BPF run-time stats on while the session lives, so that source().cost()
+    // says what platoon's programs cost (record, top, exporter; off with --no-bpf-stats).
+    bool bpf_stats = false;
   };
   // Starts `-- CMD` (held before exec) and opens the source for the targets; null with a
   // one-line error. The command runs only once release() is called.

@@ -17,6 +17,7 @@
 #include "tui/commands/live_flags.hpp"
 #include "bpf/snapshot/clock.hpp"
 #include "tui/commands/live_session.hpp"
+#include "tui/analysis/observer_cost.hpp"
 #include "tui/trace/trace_writer.hpp"
 #include "tui/version.hpp"
 
@@ -25,6 +26,9 @@ namespace {
 
 // Raw records are batched into chunks of about this size (or every poll round, ≤ 100 ms).
 constexpr size_t kEventChunkBytes = 64 * 1024;
+// What platoon has cost so far goes into the trace this often (at an interval's end), so that a
+// recording cut short by a crash or kill -9 still says it; and once more at the end.
+constexpr uint64_t kCostNoteNs = 5'000'000'000ull;
 
 class EventBatch {
  public:
@@ -73,6 +77,8 @@ class RecordLoop {
     interval_ns_ = static_cast<uint64_t>(opt.interval_s * 1e9);
     end_ns_ = opt.duration_s > 0 ? t0_ + static_cast<uint64_t>(opt.duration_s * 1e9) : UINT64_MAX;
     next_ns_ = t0_ + interval_ns_;
+    cost0_ = model::take_cost_sample(source_);
+    cost_note_ns_ = t0_;
   }
 
   // False when a write failed (the file holds what was written before).
@@ -102,6 +108,7 @@ class RecordLoop {
     batch_.flush();
     take_snapshot();
     writer_.write_snapshot(last_);
+    cost_ = write_cost_note();
     for (const auto& n : source_.cost_notes()) writer_.write_note(model::clock_ns(CLOCK_BOOTTIME), n);
     return writer_.finish(stop_reason_);
   }
@@ -114,6 +121,7 @@ class RecordLoop {
                    " lost, %" PRIu64 " bytes in %s\n",
                    stop_reason_.c_str(), fmt_seconds(dur).c_str(), threads_seen_, batch_.total(),
                    last_.lost_events(), writer_.bytes_written(), opt_.output.c_str());
+    if (!opt_.quiet) std::fprintf(stderr, "platoon cost: %s\n", model::cost_summary(cost_).c_str());
     if (last_.lost_events() > 0)
       std::fprintf(stderr, "platoon record: %" PRIu64 " events were lost (ring buffer full): try --ringbuf-mb\n",
                    last_.lost_events());
@@ -125,6 +133,15 @@ class RecordLoop {
       batch_.add(rec, size);
       if (batch_.full() && !batch_.flush()) write_failed_ = true;
     };
+  }
+
+  // What platoon cost since the loop began, written as a note (report reads the last one).
+  model::ObserverCost write_cost_note() {
+    const model::CostSample now = model::take_cost_sample(source_);
+    model::ObserverCost c = model::observer_cost(cost0_, now);
+    writer_.write_note(now.wall_ns, model::cost_note(c));
+    cost_note_ns_ = now.wall_ns;
+    return c;
   }
 
   void take_snapshot() {
@@ -141,6 +158,7 @@ class RecordLoop {
       return false;
     }
     next_ns_ += interval_ns_ * ((t - next_ns_) / interval_ns_ + 1);
+    if (t - cost_note_ns_ >= kCostNoteNs) write_cost_note();
     // Targets that went away: say so once, keep recording (--comm may match new ones).
     for (pid_t p : session_.newly_gone()) {
       const std::string msg = "target " + std::to_string(p) + " exited at +" + fmt_seconds(t - t0_) +
@@ -161,18 +179,20 @@ class RecordLoop {
   uint64_t t0_ = 0, interval_ns_ = 0, end_ns_ = 0, next_ns_ = 0;
   size_t threads_seen_ = 0;
   model::Snapshot last_;
+  model::CostSample cost0_;            // the cost counters when the loop began
+  uint64_t cost_note_ns_ = 0;          // when the last cost note was written
+  model::ObserverCost cost_;           // from start to finish
   std::string stop_reason_;
   bool write_failed_ = false;
 };
 
-}  // namespace
-
-int run_record(const RecordOptions& opt) {
+// run_record with the --no-bpf-stats choice, which RecordOptions has no field for.
+int record(const RecordOptions& opt, bool bpf_stats) {
   std::string error;
   // The output is checked and created first: a bad -o fails before anything is attached or run.
   auto output = model::OutputFile::create(opt.output, model::OutputFile::Existing::replace, &error);
   if (!output) return fail(error);
-  auto session = LiveSession::open(opt.live, {.record_events = opt.events}, error);
+  auto session = LiveSession::open(opt.live, {.record_events = opt.events, .bpf_stats = bpf_stats}, error);
   if (!session) return fail(error);
   const std::string& note = session->note();
   if (!note.empty()) std::fprintf(stderr, "platoon record: %s\n", note.c_str());
@@ -209,6 +229,10 @@ int run_record(const RecordOptions& opt) {
   return 0;
 }
 
+}  // namespace
+
+int run_record(const RecordOptions& opt) { return record(opt, true); }
+
 CommandRun add_record(CLI::App& sub) {
   struct Flags {
     RecordOptions opt;
@@ -227,6 +251,7 @@ CommandRun add_record(CLI::App& sub) {
   sub.add_option("--ringbuf-mb", opt.live.ringbuf_mb, "ring buffer size for raw events")->capture_default_str();
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes (platoon-server targets)");
   f->live.add_raw_tp(sub, opt.live);
+  f->live.add_no_bpf_stats(sub);
   sub.add_flag("-q,--quiet", opt.quiet, "no progress lines");
   f->live.add_verbose(sub, opt.live);
   sub.footer("Examples:\n  platoon record --pid 1234 --duration 10 -o run.trace\n"
@@ -242,7 +267,7 @@ CommandRun add_record(CLI::App& sub) {
       return usage_error("record", "bad --interval '" + f->interval + "' (10ms to 1h)");
     if (o.live.ringbuf_mb < 1 || o.live.ringbuf_mb > 1024) return usage_error("record", "--ringbuf-mb must be 1..1024");
     o.events = !f->no_events;
-    return run_record(o);
+    return record(o, f->live.bpf_stats());
   };
 }
 

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tui/commands/commands.hpp"
+#include "tui/analysis/observer_cost.hpp"
 #include "tui/outputs/report.hpp"
 #include "tui/trace/trace_reader.hpp"
 
@@ -45,7 +46,12 @@ std::optional<Loaded> load(const std::string& path, std::string& error) {
   l.header = model::header_for(l.window, path);
   l.header.attach_mode = l.contents.meta.attach_mode;
   l.header.target = l.contents.meta.target;
-  for (const auto& n : l.contents.notes) l.header.notes.push_back(n.text);
+  // The recorder's periodic cost notes: the last one covers the whole recording, and it is
+  // shown once as "observer cost" rather than every few seconds' worth among the notes.
+  for (const auto& n : l.contents.notes) {
+    if (!model::is_cost_note(n.text)) l.header.notes.push_back(n.text);
+    else if (auto cost = model::parse_cost_note(n.text)) l.header.cost = std::move(cost);
+  }
   if (!l.contents.stop_reason.empty()) l.header.notes.push_back("stopped: " + l.contents.stop_reason);
   return l;
 }

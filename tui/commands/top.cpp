@@ -18,6 +18,7 @@
 #include "bpf/snapshot/clock.hpp"
 #include "tui/commands/live_session.hpp"
 #include "tui/commands/top_loop.hpp"
+#include "tui/analysis/observer_cost.hpp"
 #include "tui/analysis/window.hpp"
 #include "tui/trace/replay_source.hpp"
 #include "tui/version.hpp"
@@ -49,6 +50,7 @@ class Top {
 
   void run() {
     prev_ = source_.snapshot();
+    if (!feed_.replay) cost_prev_ = model::take_cost_sample(source_);
     // A replay opens on its first window at once.
     next_ = model::boottime_ns() + (feed_.replay ? 0 : step_ns());
     if (screen_ && !feed_.replay) screen_->draw(st_);
@@ -71,7 +73,8 @@ class Top {
   }
 
   int finish() {
-    recorder_.stop(stop_requested() ? "interrupted" : "top quit");
+    const model::CostSample cost = model::take_cost_sample(source_);
+    recorder_.stop(stop_requested() ? "interrupted" : "top quit", &cost);
     const std::string saved = recorder_.describe();
     const bool batch = screen_ == nullptr;
     screen_.reset();  // the terminal is ours again before anything is printed
@@ -105,8 +108,12 @@ class Top {
   void toggle_recording() {
     std::string error;
     if (!feed_.session) st_.status = "recording is for live targets";
-    else if (recorder_.active()) recorder_.stop("stopped from top");
-    else if (!recorder_.start(feed_.session->trace_meta(opt_.interval_s), prev_, error)) st_.status = error;
+    else if (recorder_.active()) {
+      const model::CostSample cost = model::take_cost_sample(source_);
+      recorder_.stop("stopped from top", &cost);
+    } else if (!recorder_.start(feed_.session->trace_meta(opt_.interval_s), prev_, cost_prev_, error)) {
+      st_.status = error;
+    }
   }
 
   // `.` and `,`: one window forward or back (replay only), paused: stepping means looking closely.
@@ -146,10 +153,14 @@ class Top {
   void sample() {
     source_.refresh();
     model::Snapshot cur = source_.snapshot();
-    recorder_.write(cur);
+    // What top itself cost over the interval: its BPF programs and its own CPU.
+    model::CostSample cost = model::take_cost_sample(source_);
+    recorder_.write(cur, cost);
     st_.recording = recorder_.describe();
     if (!st_.paused()) st_.push(model::make_window(prev_, cur));
     prev_ = std::move(cur);
+    st_.cost = model::observer_cost(cost_prev_, cost);
+    cost_prev_ = std::move(cost);
     if (ended_.empty()) {
       ended_ = feed_.session->targets_gone();
       if (!ended_.empty()) st_.status = screen_ ? ended_ + " (q quits)" : ended_;
@@ -183,6 +194,7 @@ class Top {
   model::TopState st_;
   Recorder recorder_;
   model::Snapshot prev_;
+  model::CostSample cost_prev_;  // live: the cost counters at the last interval
   uint64_t next_ = 0;
   long done_ = 0;
   std::string ended_;  // live: the targets are gone
@@ -221,10 +233,10 @@ void show_only(model::TopState& st, const std::vector<model::Column>& shown) {
   }
 }
 
-int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, bool batch) {
+int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, bool batch, bool bpf_stats) {
   std::string error;
   // Without raw events: the live view reads the in-kernel aggregates once per interval only.
-  auto session = LiveSession::open(opt.live, {.record_events = false}, error);
+  auto session = LiveSession::open(opt.live, {.record_events = false, .bpf_stats = bpf_stats}, error);
   if (!session) return fail(error);
   const std::string& note = session->note();
   auto screen = open_screen(batch, error);
@@ -255,6 +267,9 @@ void describe_replay(model::TopState& st, const std::string& path, const model::
   st.source_line = std::string(model::to_string(meta.source)) + " (" + meta.attach_mode + ")";
   st.notes = replay.notes();
   for (const auto& w : warnings) st.notes.push_back(w);
+  // The recorder's last cost note covers the whole recording (record writes one every few s).
+  for (const auto& n : replay.contents().notes)
+    if (auto cost = model::parse_cost_note(n.text)) st.cost = std::move(cost);
 }
 
 // Replay steps both ways, so it holds the snapshots (within kKeepSnapshotBytes: past it only a
@@ -292,9 +307,8 @@ int run_replay(const TopOptions& opt, const std::vector<model::Column>& shown, b
   return top.finish();
 }
 
-}  // namespace
-
-int run_top(const TopOptions& opt) {
+// run_top with the --no-bpf-stats choice, which TopOptions has no field for.
+int run_top_with(const TopOptions& opt, bool bpf_stats) {
   std::vector<model::Column> shown;
   std::string error;
   if (!choose_columns(opt.columns, shown, error)) return usage_error("top", error);
@@ -305,8 +319,12 @@ int run_top(const TopOptions& opt) {
   // programs, the runtime probes) only the columns that show them.
   if (!shown.empty())
     live.live.fields = (model::kFieldsBpf & ~(model::kFieldIo | model::kFieldDrain)) | model::needed_fields(shown);
-  return run_live(live, shown, batch);
+  return run_live(live, shown, batch, bpf_stats);
 }
+
+}  // namespace
+
+int run_top(const TopOptions& opt) { return run_top_with(opt, true); }
 
 CommandRun add_top(CLI::App& sub) {
   struct Flags {
@@ -329,6 +347,7 @@ CommandRun add_top(CLI::App& sub) {
   f->live.add_procfs(sub, opt.live, "sample /proc instead of loading BPF (fewer fields)");
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes");
   f->live.add_raw_tp(sub, opt.live);
+  f->live.add_no_bpf_stats(sub);
   f->live.add_verbose(sub, opt.live);
   sub.footer("Examples:\n  platoon top --pid 1234\n  platoon top --comm platoon-server --batch --iterations 5\n"
              "  platoon top -- build/bin/platoon-server --port 8080 --backend 127.0.0.1:9090\n"
@@ -344,7 +363,7 @@ CommandRun add_top(CLI::App& sub) {
     if (!parse_seconds(f->interval, o.interval_s) || o.interval_s < 0.25 || o.interval_s > 3600)
       return usage_error("top", "bad --interval '" + f->interval + "' (0.25 s to 1 h)");
     if (o.iterations < 0) return usage_error("top", "--iterations must be positive");
-    return run_top(o);
+    return run_top_with(o, f->live.bpf_stats());
   };
 }
 

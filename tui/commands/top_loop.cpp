@@ -54,7 +54,11 @@ Intent apply_key(int key, model::TopState& st, int page) {
   return Intent::redraw;
 }
 
-bool Recorder::start(model::TraceMeta meta, const model::Snapshot& baseline, std::string& error) {
+// As often as `platoon record` writes them (record.cpp kCostNoteNs).
+constexpr uint64_t kCostNoteNs = 5'000'000'000ull;
+
+bool Recorder::start(model::TraceMeta meta, const model::Snapshot& baseline, const model::CostSample& cost,
+                     std::string& error) {
   char stem[64];
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -71,12 +75,20 @@ bool Recorder::start(model::TraceMeta meta, const model::Snapshot& baseline, std
   }
   path_ = writer_->path();
   snapshots_ = 0;
-  write(baseline);
+  cost0_ = cost;
+  cost_note_ns_ = cost.wall_ns;
+  write(baseline, cost);
   return true;
 }
 
-void Recorder::write(const model::Snapshot& s) {
+void Recorder::cost_note(const model::CostSample& now) {
+  writer_->write_note(now.wall_ns, model::cost_note(model::observer_cost(cost0_, now)));
+  cost_note_ns_ = now.wall_ns;
+}
+
+void Recorder::write(const model::Snapshot& s, const model::CostSample& cost) {
   if (!writer_) return;
+  if (cost.wall_ns - cost_note_ns_ >= kCostNoteNs) cost_note(cost);
   if (!writer_->write_snapshot(s)) {
     last_ = "REC failed: " + writer_->error();
     writer_.reset();
@@ -85,8 +97,9 @@ void Recorder::write(const model::Snapshot& s) {
   ++snapshots_;
 }
 
-void Recorder::stop(const std::string& reason) {
+void Recorder::stop(const std::string& reason, const model::CostSample* cost) {
   if (!writer_) return;
+  if (cost) cost_note(*cost);
   writer_->finish(reason);
   writer_.reset();
   last_ = "saved " + path_ + " (" + std::to_string(snapshots_) + " snapshots)";

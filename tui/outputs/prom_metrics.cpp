@@ -266,6 +266,40 @@ Bound busiest(const Snapshot& s, size_t max_threads) {
   return b;
 }
 
+// What the exporter itself costs (docs/exporter.md "What platoon costs"): the kernel's counters
+// of its BPF programs, only while the kernel counts them (otherwise they stand at 0 and would
+// read as free), and its own CPU time. rate() of the first is the share of a CPU the probes
+// take, summed over every CPU they ran on.
+void observer_metrics(Out& out, const PromScrapeInfo& info) {
+  const bool counting = info.bpf_cost.stats == BpfStats::on;
+  out.family("platoon_bpf_stats_enabled", "gauge",
+             "1 when the kernel counts BPF run time (platoon holds it on unless --no-bpf-stats), so that "
+             "platoon_bpf_run_seconds_total and platoon_bpf_runs_total are exported.");
+  out.bare("platoon_bpf_stats_enabled", counting ? 1.0 : 0.0);
+  // Only the programs that have run: a program the target never triggers (epoll_pwait2 of a
+  // libevent server) would be three series of zeros.
+  std::vector<const ProgramCost*> ran;
+  for (const ProgramCost& p : info.bpf_cost.programs)
+    if (p.run_cnt || p.misses) ran.push_back(&p);
+  if (counting && !ran.empty()) {
+    out.family("platoon_bpf_run_seconds_total", "counter",
+               "Time the exporter's BPF programs ran in the kernel, per program (bpf_prog_info run_time_ns).");
+    for (const ProgramCost* p : ran)
+      out.sample("platoon_bpf_run_seconds_total", fmt::format("program=\"{}\"", prom_escape_label(p->name)),
+                 seconds(p->run_time_ns));
+    out.family("platoon_bpf_runs_total", "counter", "Runs of the exporter's BPF programs, per program.");
+    for (const ProgramCost* p : ran)
+      out.sample("platoon_bpf_runs_total", fmt::format("program=\"{}\"", prom_escape_label(p->name)), p->run_cnt);
+    out.family("platoon_bpf_recursion_misses_total", "counter",
+               "Runs the kernel skipped because the program was already running on that CPU.");
+    for (const ProgramCost* p : ran)
+      out.sample("platoon_bpf_recursion_misses_total", fmt::format("program=\"{}\"", prom_escape_label(p->name)),
+                 p->misses);
+  }
+  out.family("platoon_self_cpu_seconds_total", "counter", "User and system CPU time of the exporter process.");
+  out.bare("platoon_self_cpu_seconds_total", info.self_cpu_seconds);
+}
+
 // The exporter's own gauges and the collector's losses (always shown, never hidden).
 struct SelfCounts {
   size_t seen = 0, exported = 0, thread_samples = 0, series_over_limit = 0, processes_live = 0, max_threads = 0;
@@ -310,6 +344,7 @@ void self_metrics(Out& out, const Snapshot& s, const PromScrapeInfo& info, const
     out.family(x.name, x.type, x.help);
     out.bare(x.name, x.value);
   }
+  observer_metrics(out, info);
   std::string lacks;
   for (const auto& f : missing_fields(s.fields)) lacks += (lacks.empty() ? "" : " ") + f;
   out.family("platoon_exporter_source_info", "gauge",

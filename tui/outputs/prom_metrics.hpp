@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "bpf/snapshot/snapshot.hpp"
+#include "bpf/snapshot/source.hpp"
 
 namespace platoon::model {
 
@@ -30,6 +31,10 @@ struct PromScrapeInfo {
   std::string attach_mode;          // "tp_btf", "raw_tp" or "procfs"
   double snapshot_seconds = 0;      // time spent reading the source for this snapshot
   uint64_t snapshots = 0;           // snapshots taken so far (scrapes and housekeeping)
+  // What the exporter itself costs: its BPF programs' cumulative counters (exported only when
+  // the kernel counts, platoon_bpf_stats_enabled 1) and its own CPU time.
+  CostReading bpf_cost;
+  double self_cpu_seconds = 0;
 };
 
 // Escapes a label value: backslash, double quote and newline (the exposition format's rules).

@@ -111,6 +111,7 @@ void text_header(Out o, const ReportHeader& h, const Window& w) {
   fmt::format_to(o, "duration: {:.2f} s\n", h.duration_s);
   fmt::format_to(o, "lost: {} events, {} untracked threads, {} pairs, {} targets\n", h.lost_events,
                  w.losses.untracked_threads, w.losses.lost_pairs, w.losses.lost_targets);
+  fmt::format_to(o, "{}\n", observer_cost_line(h));
   for (const auto& n : h.notes) fmt::format_to(o, "note: {}\n", n);
 }
 
@@ -273,6 +274,45 @@ void json_peers(Writer& j, const std::vector<Peer>& peers, bool with_ns) {
   j.EndArray();
 }
 
+// "observer_cost": {"known": false, "reason": ...} without a cost note; otherwise the totals
+// and each program's figures (null where unknown: no BPF stats, or a program that never ran).
+void json_cost(Writer& j, const ReportHeader& h) {
+  j.StartObject();
+  j.Key("text"), str(j, observer_cost_line(h));
+  j.Key("known"), j.Bool(h.cost.has_value());
+  if (!h.cost) {
+    j.Key("reason"), j.String("the recording holds no observer cost note");
+    j.EndObject();
+    return;
+  }
+  const ObserverCost& c = *h.cost;
+  const bool bpf = c.stats == BpfStats::on;
+  j.Key("bpf_stats"), j.String(to_string(c.stats));
+  j.Key("bpf_stats_why"), str(j, c.why);
+  j.Key("wall_s"), num(j, c.wall_s);
+  j.Key("recorder_cpu_pct"), num(j, c.self_cpu_pct);
+  j.Key("recorder_cpu_ns"), u64(j, c.self_cpu_ns);
+  j.Key("bpf_cpu_pct"), num(j, bpf ? std::optional<double>(c.bpf_cpu_pct) : std::nullopt);
+  j.Key("bpf_ns_per_s"), num(j, bpf ? std::optional<double>(c.bpf_ns_per_s) : std::nullopt);
+  j.Key("bpf_runs"), bpf ? j.Uint64(c.bpf_runs) : j.Null();
+  j.Key("bpf_run_ns"), bpf ? j.Uint64(c.bpf_run_ns) : j.Null();
+  j.Key("programs"), j.StartArray();
+  for (const ProgramRate& p : c.programs) {
+    j.StartObject();
+    j.Key("name"), str(j, p.name);
+    j.Key("runs"), u64(j, p.runs);
+    j.Key("run_ns"), u64(j, p.run_ns);
+    j.Key("misses"), u64(j, p.misses);
+    j.Key("ns_per_run"), num(j, p.ns_per_run);
+    j.Key("runs_per_s"), num(j, p.runs_per_s);
+    j.Key("ns_per_s"), num(j, p.ns_per_s);
+    j.Key("cpu_pct"), num(j, p.cpu_pct);
+    j.EndObject();
+  }
+  j.EndArray();
+  j.EndObject();
+}
+
 void json_thread(Writer& j, const Window& w, const ThreadWindow& t) {
   j.StartObject();
   j.Key("tid"), j.Uint(t.tid);
@@ -368,6 +408,7 @@ void json_report(Writer& j, const ReportHeader& h, const Window& w) {
   j.Key("notes"), j.StartArray();
   for (const auto& n : h.notes) str(j, n);
   j.EndArray();
+  j.Key("observer_cost"), json_cost(j, h);
   j.Key("threads"), j.StartArray();
   for (const auto& t : w.threads) json_thread(j, w, t);
   j.EndArray();
@@ -439,6 +480,11 @@ std::string side_name(const ThreadWindow* t) { return t ? fmt::format("{} ({})",
 }  // namespace
 
 // ---- public ----
+
+std::string observer_cost_line(const ReportHeader& h) {
+  if (!h.cost) return "observer cost: unknown (the recording holds no cost note: written by an older platoon?)";
+  return fmt::format("observer cost: {} over {:.1f} s", cost_summary(*h.cost), h.cost->wall_s);
+}
 
 ReportHeader header_for(const Window& w, std::string file) {
   ReportHeader h;
@@ -514,6 +560,7 @@ std::string compare_text(Side a, Side b, const ReportOptions& opt) {
                    side.header.file.empty() ? "-" : side.header.file, to_string(side.header.source),
                    lacks.empty() ? "" : fmt::format(" (lacks: {})", fmt::join(lacks, ", ")), side.header.duration_s,
                    side.header.lost_events);
+    fmt::format_to(o, "   {}\n", observer_cost_line(side.header));  // runs are fair to compare only at equal cost
   }
   auto matches = match_threads(a.window, b.window);
   if (matches.size() > opt.max_threads_per_process) {  // keep the busiest pairs, in A's order

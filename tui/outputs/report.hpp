@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "tui/analysis/observer_cost.hpp"
 #include "tui/analysis/window.hpp"
 
 namespace platoon::model {
@@ -25,7 +26,12 @@ struct ReportHeader {
   double duration_s = 0;
   uint64_t lost_events = 0;    // always shown, even when 0
   std::vector<std::string> notes;
+  // What the recorder cost (its last "observer cost" note); none in older recordings.
+  std::optional<ObserverCost> cost;
 };
+// "observer cost: BPF 0.82% of a CPU (...), recorder 0.41% CPU over 10.0 s", or
+// "observer cost: unknown (...)" when the recording holds no cost note.
+std::string observer_cost_line(const ReportHeader& h);
 // Source, fields, duration and lost events taken from the window.
 ReportHeader header_for(const Window& w, std::string file = {});
 

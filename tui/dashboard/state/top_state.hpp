@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "tui/analysis/observer_cost.hpp"
 #include "tui/analysis/window.hpp"
 #include "tui/metrics/catalog.hpp"
 
@@ -127,6 +128,8 @@ class TopState {
   // Shown in the header; set by the loop.
   std::string target, source_line, recording, status;
   std::vector<std::string> notes;
+  // What top itself cost over the last interval (live), or what the recorder cost (replay).
+  std::optional<ObserverCost> cost;
 
  private:
   size_t history_len_;

@@ -243,8 +243,12 @@ std::vector<std::string> header_lines(const TopState& st) {
   }
   out.push_back(l3);
 
-  // The recording state replaces the legend (also in help) so that it fits 80 columns.
-  std::string l4 = st.recording.empty() ? "batch b50/b99: q = drain queue depth, e = epoll events/cycle" : st.recording;
+  // The recording state replaces the legend (also in help) so that it fits 80 columns; what
+  // top costs comes first, with a shorter legend after it.
+  std::string l4;
+  if (st.cost) l4 = model::cost_short(*st.cost) + "  ";
+  if (!st.recording.empty()) l4 += st.recording;
+  else l4 += st.cost ? "b50/b99: q drain depth, e epoll ev/cycle" : "batch b50/b99: q = drain queue depth, e = epoll events/cycle";
   if (st.editing_filter()) l4 = "filter: " + st.filter() + "_   (Enter keeps, Esc clears)";
   else if (!st.filter().empty()) l4 += "  filter: " + st.filter();
   if (!st.status.empty()) l4 += "  " + st.status;

@@ -1,0 +1,214 @@
+#include "tui/analysis/observer_cost.hpp"
+
+#include <sys/resource.h>
+#include <time.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "bpf/snapshot/clock.hpp"
+
+namespace platoon::model {
+
+namespace {
+
+constexpr std::string_view kNotePrefix = "observer cost: ";
+constexpr std::string_view kDataSep = " | ";
+
+uint64_t timeval_ns(const timeval& tv) {
+  return static_cast<uint64_t>(tv.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(tv.tv_usec) * 1000ull;
+}
+
+double per_s(uint64_t n, double wall_s) { return wall_s > 0 ? static_cast<double>(n) / wall_s : 0.0; }
+
+// "950", "12.3k", "4.1M": runs per second at a glance.
+std::string rate(double v) {
+  if (v >= 1e6) return fmt::format("{:.1f}M", v / 1e6);
+  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
+  return fmt::format("{:.0f}", v);
+}
+
+// Percentages of a CPU are small: two decimals below 1%, so that 0.04% does not read as 0.
+std::string pct(double v) { return v < 1 ? fmt::format("{:.2f}", v) : fmt::format("{:.1f}", v); }
+
+bool parse_u64(std::string_view s, uint64_t& out) {
+  if (s.empty()) return false;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+std::optional<BpfStats> parse_stats(std::string_view s) {
+  if (s == "on") return BpfStats::on;
+  if (s == "unknown") return BpfStats::unknown;
+  if (s == "none") return BpfStats::none;
+  return std::nullopt;
+}
+
+// NAME/RUNS/NS/MISSES
+std::optional<ProgramCost> parse_program(std::string_view s) {
+  ProgramCost p;
+  uint64_t* fields[] = {&p.run_cnt, &p.run_time_ns, &p.misses};
+  size_t slash = s.find('/');
+  if (slash == 0 || slash == std::string_view::npos) return std::nullopt;
+  p.name = std::string(s.substr(0, slash));
+  s.remove_prefix(slash + 1);
+  for (size_t i = 0; i < 3; ++i) {
+    slash = s.find('/');
+    if ((i < 2) != (slash != std::string_view::npos)) return std::nullopt;
+    if (!parse_u64(s.substr(0, slash), *fields[i])) return std::nullopt;
+    if (i < 2) s.remove_prefix(slash + 1);
+  }
+  return p;
+}
+
+}  // namespace
+
+uint64_t self_cpu_ns() {
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return timeval_ns(ru.ru_utime) + timeval_ns(ru.ru_stime);
+}
+
+CostSample take_cost_sample(const SnapshotSource& source) {
+  return {source.cost(), clock_ns(CLOCK_BOOTTIME), self_cpu_ns()};
+}
+
+ObserverCost observer_cost(BpfStats stats, std::string why, uint64_t wall_ns, uint64_t self_ns,
+                           const std::vector<ProgramCost>& deltas) {
+  ObserverCost c;
+  c.stats = stats;
+  c.why = std::move(why);
+  c.wall_ns = wall_ns;
+  c.wall_s = static_cast<double>(wall_ns) / 1e9;
+  c.self_cpu_ns = self_ns;
+  c.self_cpu_pct = c.wall_s > 0 ? static_cast<double>(self_ns) / static_cast<double>(wall_ns) * 100.0 : 0.0;
+  // Without the kernel's stats the counters stand still at whatever they were: not a cost of 0.
+  if (stats != BpfStats::on) return c;
+  for (const ProgramCost& d : deltas) {
+    if (d.run_cnt == 0 && d.run_time_ns == 0 && d.misses == 0) continue;
+    ProgramRate r;
+    r.name = d.name;
+    r.runs = d.run_cnt;
+    r.run_ns = d.run_time_ns;
+    r.misses = d.misses;
+    r.ns_per_s = per_s(d.run_time_ns, c.wall_s);
+    r.cpu_pct = r.ns_per_s / 1e9 * 100.0;
+    r.runs_per_s = per_s(d.run_cnt, c.wall_s);
+    if (d.run_cnt) r.ns_per_run = static_cast<double>(d.run_time_ns) / static_cast<double>(d.run_cnt);
+    c.bpf_runs += d.run_cnt;
+    c.bpf_run_ns += d.run_time_ns;
+    c.bpf_misses += d.misses;
+    c.programs.push_back(std::move(r));
+  }
+  std::stable_sort(c.programs.begin(), c.programs.end(),
+                   [](const ProgramRate& a, const ProgramRate& b) { return a.run_ns > b.run_ns; });
+  c.bpf_ns_per_s = per_s(c.bpf_run_ns, c.wall_s);
+  c.bpf_cpu_pct = c.bpf_ns_per_s / 1e9 * 100.0;
+  return c;
+}
+
+ObserverCost observer_cost(const CostSample& from, const CostSample& to) {
+  std::vector<ProgramCost> deltas;
+  for (const ProgramCost& b : to.bpf.programs) {
+    ProgramCost d = b;
+    auto a = std::find_if(from.bpf.programs.begin(), from.bpf.programs.end(),
+                          [&](const ProgramCost& p) { return p.name == b.name; });
+    if (a != from.bpf.programs.end() && a->run_cnt <= b.run_cnt && a->run_time_ns <= b.run_time_ns &&
+        a->misses <= b.misses) {
+      d.run_cnt -= a->run_cnt;
+      d.run_time_ns -= a->run_time_ns;
+      d.misses -= a->misses;
+    }
+    deltas.push_back(std::move(d));
+  }
+  // The stats must have been on for the whole span: on at the end only, the first part of the
+  // span ran uncounted and the rate would read low.
+  BpfStats stats = to.bpf.stats;
+  std::string why = to.bpf.why;
+  if (from.bpf.stats != BpfStats::on && to.bpf.stats == BpfStats::on) {
+    stats = BpfStats::unknown;
+    why = "BPF run-time stats were off for part of the time (" + from.bpf.why + ")";
+  }
+  const uint64_t wall = to.wall_ns > from.wall_ns ? to.wall_ns - from.wall_ns : 0;
+  const uint64_t self = to.self_cpu_ns > from.self_cpu_ns ? to.self_cpu_ns - from.self_cpu_ns : 0;
+  return observer_cost(stats, std::move(why), wall, self, deltas);
+}
+
+std::string cost_summary(const ObserverCost& c, const std::string& self, size_t max_programs) {
+  std::string s;
+  if (c.stats == BpfStats::on) {
+    s = fmt::format("BPF {}% of a CPU", pct(c.bpf_cpu_pct));
+    std::string progs;
+    for (size_t i = 0; i < c.programs.size() && i < max_programs; ++i) {
+      const ProgramRate& p = c.programs[i];
+      progs += fmt::format("{}{} {} ns/run {}/s", progs.empty() ? "" : ", ", p.name,
+                           p.ns_per_run ? fmt::format("{:.0f}", *p.ns_per_run) : std::string("-"), rate(p.runs_per_s));
+    }
+    if (c.programs.size() > max_programs) progs += fmt::format(", {} more", c.programs.size() - max_programs);
+    if (!progs.empty()) s += " (" + progs + ")";
+  } else if (c.stats == BpfStats::unknown) {
+    s = "BPF unknown (" + c.why + ")";
+  } else {
+    s = "no BPF (" + c.why + ")";
+  }
+  return s + fmt::format(", {} {}% CPU", self, pct(c.self_cpu_pct));
+}
+
+std::string cost_short(const ObserverCost& c) {
+  const std::string bpf = c.stats == BpfStats::on        ? fmt::format("{:.1f}%", c.bpf_cpu_pct)
+                          : c.stats == BpfStats::unknown ? std::string("?")
+                                                         : std::string("-");
+  return fmt::format("cost: bpf {} cpu, self {:.1f}%", bpf, c.self_cpu_pct);
+}
+
+std::string cost_note(const ObserverCost& c) {
+  std::string s = std::string(kNotePrefix) + cost_summary(c) + std::string(kDataSep);
+  fmt::format_to(std::back_inserter(s), "stats={} wall_ns={} self_cpu_ns={}", to_string(c.stats),
+                 c.wall_ns, c.self_cpu_ns);
+  for (const ProgramRate& p : c.programs)
+    fmt::format_to(std::back_inserter(s), " prog={}/{}/{}/{}", p.name, p.runs, p.run_ns, p.misses);
+  // Last: the reason is free text, spaces and all.
+  return s + " why=" + c.why;
+}
+
+bool is_cost_note(std::string_view text) { return text.substr(0, kNotePrefix.size()) == kNotePrefix; }
+
+std::optional<ObserverCost> parse_cost_note(std::string_view text) {
+  if (!is_cost_note(text)) return std::nullopt;
+  const size_t sep = text.rfind(kDataSep);
+  if (sep == std::string_view::npos) return std::nullopt;
+  std::string_view data = text.substr(sep + kDataSep.size());
+  std::optional<BpfStats> stats;
+  std::optional<uint64_t> wall, self;
+  std::string why;
+  std::vector<ProgramCost> progs;
+  while (!data.empty()) {
+    if (data.substr(0, 4) == "why=") {
+      why = std::string(data.substr(4));
+      break;
+    }
+    const size_t end = data.find(' ');
+    const std::string_view tok = data.substr(0, end);
+    data = end == std::string_view::npos ? std::string_view() : data.substr(end + 1);
+    const size_t eq = tok.find('=');
+    if (eq == std::string_view::npos) return std::nullopt;
+    const std::string_view key = tok.substr(0, eq), value = tok.substr(eq + 1);
+    uint64_t n = 0;
+    if (key == "stats") {
+      if (!(stats = parse_stats(value))) return std::nullopt;
+    } else if (key == "wall_ns" || key == "self_cpu_ns") {
+      if (!parse_u64(value, n)) return std::nullopt;
+      (key == "wall_ns" ? wall : self) = n;
+    } else if (key == "prog") {
+      auto p = parse_program(value);
+      if (!p) return std::nullopt;
+      progs.push_back(std::move(*p));
+    }  // an unknown key is a newer writer's: skipped
+  }
+  if (!stats || !wall || !self) return std::nullopt;
+  return observer_cost(*stats, std::move(why), *wall, *self, progs);
+}
+
+}  // namespace platoon::model
