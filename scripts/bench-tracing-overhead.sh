@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # What tracing costs the traced server, side by side in one run: platoon-server's closed-loop
-# max TPS and fixed-rate p50 with no tracing, under `platoon record` (raw events), `platoon top
+# max TPS and fixed-rate p50 with no tracing, under `platoon record` (raw events; as shipped,
+# which holds the kernel's BPF run-time stats on for its cost report, and with --no-bpf-stats,
+# to show what that report costs), `platoon top
 # --batch` and `platoon exporter` (aggregates only), under `perf sched record` and under the
 # equivalent bpftrace script (tracing/sched.bt); plus the mean cost of each platoon BPF program
 # per event (kernel.bpf_stats_enabled: run_time_ns / run_cnt), per sched_switch and per epoll
@@ -50,9 +52,10 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
   tracer_pid=
   case $1 in
     none) ;;
-    platoon)
-      taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/platoon-$2.trace" $3 2> "$out/platoon-$2.err" & tracer_pid=$!
-      for _ in $(seq 200); do grep -q recording "$out/platoon-$2.err" && break; sleep 0.05; done ;;
+    platoon|platoon-nostats)
+      local extra=(); [ "$1" = platoon-nostats ] && extra=(--no-bpf-stats)
+      taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/$1-$2.trace" "${extra[@]}" 2> "$out/$1-$2.err" & tracer_pid=$!
+      for _ in $(seq 200); do grep -q recording "$out/$1-$2.err" && break; sleep 0.05; done ;;
     top)
       taskset -c 0 "$bin/platoon" top --pid "$spid" --batch --interval 1 --iterations 100000 > "$out/top-$2.log" 2>&1 & tracer_pid=$!
       for _ in $(seq 200); do grep -q 'platoon top' "$out/top-$2.log" && break; sleep 0.05; done ;;
@@ -96,7 +99,7 @@ stop_tracer() {  # condition round
   return 0
 }
 
-conditions=(none platoon top exporter perf bpftrace)
+conditions=(none platoon platoon-nostats top exporter perf bpftrace)
 for r in $(seq "$rounds"); do
   for c in "${conditions[@]}"; do
     start_tracer "$c" "$r"
@@ -111,10 +114,10 @@ for r in $(seq "$rounds"); do
   done
 done
 
-# Per-program cost in a separate run: kernel.bpf_stats_enabled adds two clock reads to every
-# program run, so it stays off while the conditions above are measured.
+# Per-program cost in a separate run at max TPS (the conditions above count only while a
+# platoon without --no-bpf-stats holds them on; the sysctl makes every program count here).
 sysctl -qw kernel.bpf_stats_enabled=1
-start_tracer platoon cost ""
+start_tracer platoon cost
 cpu_seconds "$spid" > "$out/server-cost.before"
 taskset -c 0 "$bin/platoon-load" --url "$url" --connections 64 --threads 1 --duration "$duration" --json "$out/max-cost.json" > /dev/null
 cpu_seconds "$spid" > "$out/server-cost.after"
@@ -125,7 +128,7 @@ prog_stats cost
 python3 - "$out" "$rounds" "$rate" "$build/bench/tracing-overhead.json" "$(getconf CLK_TCK)" <<'PY'
 import json, statistics, sys, glob
 out, rounds, rate, dest, hz = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
-conds = ["none", "platoon", "top", "exporter", "perf", "bpftrace"]
+conds = ["none", "platoon", "platoon-nostats", "top", "exporter", "perf", "bpftrace"]
 R = range(1, rounds + 1)
 def load(kind, c, r): return json.load(open(f"{out}/{kind}-{c}-{r}.json"))
 def server_us_per_req(c, r):
@@ -177,7 +180,7 @@ ep_exit = [n for n in progs if n.startswith("epoll_") and n.endswith("_exit")]
 ep_all = [n for n in progs if n.startswith("epoll_")]
 per_epoll = ns(*ep_all) / runs(*ep_exit) if runs(*ep_exit) else None
 lost = []
-for f in sorted(glob.glob(f"{out}/platoon-[0-9]*.err")):
+for f in sorted(glob.glob(f"{out}/platoon-[0-9]*.err") + glob.glob(f"{out}/platoon-nostats-[0-9]*.err")):
     for line in open(f):
         if " lost, " in line:
             lost.append(int(line.split(" lost, ")[0].split()[-1]))
@@ -200,11 +203,11 @@ summary = {
               "drain_ns_amortised": 50, "lost_events": 0},
 }
 json.dump(summary, open(dest, "w"), indent=2)
-print(f"{'condition':10} {'max TPS':>9} {'loss':>7} {'p50 @%d/s' % rate:>12} {'p50 chg':>8} {'CPU1 us/req':>12} {'overhead':>9} {'server us/req':>14} {'overhead':>9} {'tracer CPU s':>13}")
+print(f"{'condition':16} {'max TPS':>9} {'loss':>7} {'p50 @%d/s' % rate:>12} {'p50 chg':>8} {'CPU1 us/req':>12} {'overhead':>9} {'server us/req':>14} {'overhead':>9} {'tracer CPU s':>13}")
 for c in conds:
     r = res[c]
     tcpu = statistics.median(r["tracer_cpu_s"]) if r.get("tracer_cpu_s") else 0.0
-    print(f"{c:10} {r['max_tps_median']:9.0f} {r['max_tps_loss_pct']:6.1f}% {r['p50_us_median']:10.0f}us {r['p50_change_pct']:7.1f}% "
+    print(f"{c:16} {r['max_tps_median']:9.0f} {r['max_tps_loss_pct']:6.1f}% {r['p50_us_median']:10.0f}us {r['p50_change_pct']:7.1f}% "
           f"{r['cpu1_us_per_request_median']:12.1f} {r['cpu_per_request_overhead_pct']:8.1f}% "
           f"{r['server_us_per_request_median']:14.1f} {r['server_cpu_overhead_pct']:8.1f}% {tcpu:12.2f}")
 print("(loss, p50 change and overhead: medians of per-round ratios against the same round's untraced run)")
