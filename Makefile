@@ -177,7 +177,7 @@ $(eval $(call gtest,runtime,tests/runtime/*_test.cpp,$(RUNTIME_LIB),,$(RUNTIME_L
 $(eval $(call gtest,server,tests/server/*_test.cpp,$(SERVER_COMMON_LIB) $(RUNTIME_LIB),$(SERVER_BINS),$(RUNTIME_LIBS)))
 $(eval $(call gtest,model,tests/model/*_test.cpp,$(PLATOON_LIBS),,$(COLLECTOR_LIBS) $(MODEL_LIBS)))
 # Ground-truth tests: real workloads, compared with /proc; they start platoon and the servers.
-$(eval $(call gtest,bpf,tests/bpf/*_test.cpp,$(PLATOON_LIBS),$(SERVER_BINS) $(PLATOON_BIN),$(COLLECTOR_LIBS) $(MODEL_LIBS)))
+$(eval $(call gtest,bpf,tests/bpf/*_test.cpp,$(PLATOON_LIBS),$(SERVER_BINS) $(PLATOON_BIN) $(BIN)/drain_stats_bench,$(COLLECTOR_LIBS) $(MODEL_LIBS)))
 
 # ---- make fuzz: libFuzzer targets (clang), tests/fuzz/*_fuzz.cpp, each run FUZZ_SECONDS ----
 FUZZ_SECONDS ?= 600

@@ -23,37 +23,76 @@ static __always_inline void emit_runtime(__u16 type, __u32 tid, __u64 now, long 
 }
 
 /* One hit per drain (the runtime's combined `drain` probe): every uprobe hit is a trap into
- * the kernel, so queue depth and fibers run arrive together at the drain's end. */
-SEC("usdt")
-int BPF_USDT(usdt_drain, long carrier, long depth, long fibers_run, long ns)
+ * the kernel, so queue depth and fibers run arrive together at the drain's end.
+ * usdt_drain books the aggregates and, when recording, emits the event: for targets without the
+ * runtime's stats table (an older runtime). usdt_drain_event only emits: for targets whose
+ * carriers keep the aggregates themselves (runtime/stats_table.hpp), attached only when raw
+ * drain events are asked for, so nothing is booked twice. */
+static __always_inline int on_drain(bool book, long carrier, long depth, long fibers_run, long ns)
 {
 	__u64 now = bpf_ktime_get_boot_ns();
 	struct platoon_thread_stats *s = current_stats(true, now);
 
 	if (!s || s->exited)
 		return 0;
-	s->drains++;
-	s->drain_depth_sum += depth;
-	HIST_INC(s->drain_depth_hist, linear_slot(depth, PLATOON_BATCH_SLOTS), PLATOON_BATCH_SLOTS);
-	s->drain_fibers_run += fibers_run;
-	s->drain_ns += ns;
+	if (book) {
+		s->drains++;
+		s->drain_depth_sum += depth;
+		HIST_INC(s->drain_depth_hist, linear_slot(depth, PLATOON_BATCH_SLOTS), PLATOON_BATCH_SLOTS);
+		s->drain_fibers_run += fibers_run;
+		s->drain_ns += ns;
+	}
 	if (targ_events)
 		emit_runtime(PLATOON_EV_DRAIN, s->tid, now, carrier, depth, fibers_run);
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(usdt_steal, long thief, long victim, long count)
+static __always_inline int on_steal(bool book, long thief, long victim, long count)
 {
 	__u64 now = bpf_ktime_get_boot_ns();
 	struct platoon_thread_stats *s = current_stats(true, now);
 
 	if (!s || s->exited)
 		return 0;
-	s->steals++;
-	s->stolen_fibers += count;
+	if (book) {
+		s->steals++;
+		s->stolen_fibers += count;
+	}
 	if (targ_events)
 		emit_runtime(PLATOON_EV_STEAL, s->tid, now, thief, victim, count);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(usdt_drain, long carrier, long depth, long fibers_run, long ns)
+{
+	return on_drain(true, carrier, depth, fibers_run, ns);
+}
+
+SEC("usdt")
+int BPF_USDT(usdt_steal, long thief, long victim, long count)
+{
+	return on_steal(true, thief, victim, count);
+}
+
+SEC("usdt")
+int BPF_USDT(usdt_drain_event, long carrier, long depth, long fibers_run, long ns)
+{
+	return on_drain(false, carrier, depth, fibers_run, ns);
+}
+
+SEC("usdt")
+int BPF_USDT(usdt_steal_event, long thief, long victim, long count)
+{
+	return on_steal(false, thief, victim, count);
+}
+
+/* The runtime's `stats` probe fires only when a carrier thread starts or ends: attaching it
+ * raises its semaphore, which tells the carriers to keep their drain and steal aggregates in
+ * their own memory (platoon_runtime_stats), where the collector reads them per snapshot. */
+SEC("usdt")
+int usdt_stats(struct pt_regs *ctx)
+{
 	return 0;
 }
 

@@ -117,8 +117,13 @@ void Carrier::main() {
     pthread_attr_destroy(&attr);
   }
   stack_id_.tsan_fiber = san::tsan_current();
+  table_slot_ = StatsSlot::claim(tid.load());
+  // A tracer attaches here only to raise the `stats` semaphore; the hit itself is rare.
+  PLATOON_PROBE1(stats, &platoon_runtime_stats);
   ready_.store(true, std::memory_order_release);
   loop();
+  PLATOON_PROBE1(stats, &platoon_runtime_stats);
+  table_slot_.release();
   tls_carrier = nullptr;
 }
 
@@ -167,6 +172,8 @@ uint32_t Carrier::drain() {
   const uint32_t depth = runq_.size();
   last_drain_ = 0;
   if (depth == 0) return 0;
+  // Read once: a tracer that attaches mid-drain is counted from the next drain on.
+  const bool book = PLATOON_PROBE_ENABLED(stats);
   stats_.queue_depth_hwm.max(depth);
   PLATOON_PROBE2(drain_start, index, depth);
   const uint64_t start = now_ns();
@@ -183,6 +190,7 @@ uint32_t Carrier::drain() {
   }
   stats_.fibers_run.add(ran);
   last_drain_ = ran;
+  if (book) table_slot_.drain(depth, ran, now_ns() - start);
   if (PLATOON_PROBE_ENABLED(drain_end)) STAP_PROBE3(platoon, drain_end, index, ran, now_ns() - start);
   if (PLATOON_PROBE_ENABLED(drain)) STAP_PROBE4(platoon, drain, index, depth, ran, now_ns() - start);
   return ran;
@@ -222,6 +230,7 @@ bool Carrier::steal() {
       if (taken) {
         stats_.steals.add();
         stats_.stolen_fibers.add(taken);
+        if (PLATOON_PROBE_ENABLED(stats)) table_slot_.steal(taken);
         PLATOON_PROBE3(steal, index, v->index, taken);
         return true;
       }

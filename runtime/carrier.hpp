@@ -14,6 +14,7 @@
 #include "runtime/run_queue.hpp"
 #include "runtime/sanitizer.hpp"
 #include "runtime/stats.hpp"
+#include "runtime/stats_table.hpp"
 
 struct event_base;
 struct event;
@@ -96,6 +97,7 @@ class Carrier {
   san::StackId stack_id_;
   void* asan_fake_stack_ = nullptr;
   LiveCarrierStats stats_;
+  StatsSlot table_slot_;   // this thread's row of platoon_runtime_stats, while it runs
   std::thread thread_;
   std::atomic<bool> ready_{false};
 

@@ -12,6 +12,10 @@
 //   unpark        (target_carrier, fiber_id)   target -1: the worker pool
 //   carrier_sleep (carrier)
 //   carrier_wake  (carrier)
+//   stats         (&platoon_runtime_stats)     at each carrier thread's start and end only:
+//                 not for its hits but for its semaphore, which a tracer raises by attaching
+//                 to it; while raised, carriers keep their drain/steal aggregates in the table
+//                 (runtime/stats_table.hpp) for the tracer to read from memory
 #pragma once
 
 #define _SDT_HAS_SEMAPHORES 1
@@ -34,6 +38,7 @@ PLATOON_DECLARE_SEMAPHORE(park);
 PLATOON_DECLARE_SEMAPHORE(unpark);
 PLATOON_DECLARE_SEMAPHORE(carrier_sleep);
 PLATOON_DECLARE_SEMAPHORE(carrier_wake);
+PLATOON_DECLARE_SEMAPHORE(stats);
 
 #define PLATOON_PROBE_ENABLED(name) __builtin_expect(PLATOON_SEMAPHORE(name) != 0, 0)
 

@@ -41,3 +41,7 @@ if command -v jq >/dev/null; then
 else
   echo "== wrote $json"
 fi
+
+# What a drain costs with the runtime's stats table off (no tracer) and on (platoon attached).
+echo "== drain_stats_bench"
+"$build/bin/drain_stats_bench" --json "$out_dir/drain_stats.json"

@@ -16,7 +16,7 @@ start_mock
 start_server --carriers 2
 start_load --rate 3000 --connections 60 --threads 1 --duration 4
 sleep 0.5
-"$bin/platoon" record -q -i 0.5 --duration 2 --pid "$spid" -o "$tmp/s.trace" || fail "record server"
+"$bin/platoon" record -q -i 0.5 --duration 2 --drain-events --pid "$spid" -o "$tmp/s.trace" || fail "record server"
 "$bin/platoon" record -q -i 0.2 --duration 3 -o "$tmp/f.trace" -- python3 -c \
   'import threading, time
 for _ in range(5):

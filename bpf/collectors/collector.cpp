@@ -24,6 +24,7 @@
 
 #include "bpf/collectors/features.hpp"
 #include "bpf/collectors/map_batch.hpp"
+#include "bpf/collectors/runtime_usdt.hpp"
 #include "bpf/platoon.h"
 #include "bpf/collectors/system.hpp"
 #include "platoon.skel.h"
@@ -104,18 +105,6 @@ std::vector<EpollHook> epoll_hooks(platoon_bpf* s) {
           {"epoll_pwait2", p.epoll_pwait2_enter, p.epoll_pwait2_exit}};
 }
 
-struct UsdtProbe {
-  const char* name;
-  bpf_program* prog;
-};
-
-std::vector<UsdtProbe> usdt_probes(platoon_bpf* s) {
-  auto& p = s->progs;
-  // Not poll, drain_start or drain_end: a uprobe hit costs a trap, and `drain` carries what
-  // the three would (the epoll syscalls give the I/O side).
-  return {{"drain", p.usdt_drain}, {"steal", p.usdt_steal}};
-}
-
 size_t round_ringbuf(size_t bytes) {
   // A ring buffer's size is a power of two and a multiple of the page size.
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
@@ -161,6 +150,7 @@ struct Collector::Impl {
   uint32_t fields = model::kFieldsBpf;
   bool usdt = true;                       // the runtime probes loaded
   std::unordered_map<pid_t, std::string> usdt_exe;  // pid -> executable its probes were looked up in
+  std::map<pid_t, std::unique_ptr<RuntimeStatsReader>> stats_tables;  // runtimes that keep their own drain counts
   // Pair aging: counts as last read, and since when they have not changed.
   struct Track {
     __u64 count = 0, ns = 0;
@@ -458,6 +448,7 @@ Collector::~Collector() {
   if (impl_) {
     impl_->ring.reset();
     impl_->usdt_links.clear();
+    impl_->stats_tables.clear();
   }
 }
 
@@ -479,27 +470,11 @@ bool Collector::Impl::target(pid_t pid) {
 void Collector::Impl::attach_usdt(pid_t pid) {
   const std::string exe = exe_path(pid);
   usdt_exe[pid] = exe;
-  // Attach through /proc/PID/exe: it names the right file even when the target lives in
-  // another mount namespace or its binary was replaced on disk.
-  const std::string path = "/proc/" + std::to_string(pid) + "/exe";
-  int attached = 0;
-  int first_err = 0;
-  for (const UsdtProbe& u : usdt_probes(skel.get())) {
-    bpf_link* link = bpf_program__attach_usdt(u.prog, pid, path.c_str(), "platoon", u.name, nullptr);
-    if (!link) {
-      if (!first_err) first_err = -errno;
-      continue;
-    }
-    usdt_links.emplace_back(link);
-    ++attached;
-  }
-  const std::string who = (exe.empty() ? path : exe) + " (pid " + std::to_string(pid) + ")";
-  if (attached == 0 && (first_err == -ENOENT || first_err == -ESRCH))
-    notes.push_back("usdt: no platoon probes in " + who);
-  else if (attached == 0)
-    notes.push_back("usdt: cannot attach to " + who + ": " + errstr(first_err));
-  else
-    notes.push_back("usdt: attached " + std::to_string(attached) + " probes to " + who);
+  RuntimeProbes r = attach_runtime_probes(skel.get(), pid, exe, ring && opts.drain_events);
+  for (auto& l : r.links) usdt_links.emplace_back(l.release());
+  for (auto& n : r.notes) notes.push_back(std::move(n));
+  stats_tables.erase(pid);  // a new executable: a new table, or none
+  if (r.table) stats_tables.emplace(pid, std::move(r.table));
 }
 
 void Collector::Impl::seed() {
@@ -739,6 +714,7 @@ model::Snapshot Collector::snapshot() {
   std::sort(snap.threads.begin(), snap.threads.end(),
             [](const model::ThreadSample& a, const model::ThreadSample& b) { return a.tid < b.tid; });
 
+  for (auto& [pid, table] : impl_->stats_tables) table->fill(snap.threads);
   impl_->append_pairs(snap, pair_values);
   impl_->forget_exited(exited, pair_values);
   impl_->age_pairs(pair_values, now);

@@ -30,6 +30,10 @@ struct CollectorOptions {
   bool record_events = false;           // fill the ring buffer (poll_events)
   size_t ringbuf_bytes = 16u << 20;     // rounded up to a power of two pages
   bool attach_usdt = true;              // runtime probes of platoon-runtime targets
+  // Raw drain and steal events of targets whose runtime keeps its own aggregates (the stats
+  // table, read from memory per snapshot): a uprobe trap per drain, so only when asked for
+  // (with record_events). Targets without the table always book per probe hit.
+  bool drain_events = false;
   // What the consumers need (model::Field bits, e.g. from the metric catalog's needed_fields):
   // the epoll programs load only for kFieldIo, the runtime probes only for kFieldDrain.
   uint32_t fields = model::kFieldsBpf;

@@ -74,6 +74,8 @@ struct RecordOptions {
   double interval_s = 1.0;    // one snapshot chunk per interval
   std::string output;
   bool events = true;         // raw scheduler events besides the aggregates
+  bool drain_events = false;  // and raw drain/steal events of platoon-runtime targets (a uprobe trap
+                              // per drain; their aggregates come from the runtime's table anyway)
   bool quiet = false;
 };
 int run_record(const RecordOptions& opt);

@@ -158,7 +158,7 @@ class LivePace final : public Pace {
 bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
   // Raw events are kept (through the tracker, a few numbers per thread) unless the source is
   // procfs: the platoon effect needs them.
-  auto session = LiveSession::open(opt.live, {.record_events = true}, error);
+  auto session = LiveSession::open(opt.live, {.record_events = true, .drain_events = true}, error);
   if (!session) return false;
   if (!session->note().empty()) run.warnings.push_back(session->note());
   model::RecordingWindow recording;

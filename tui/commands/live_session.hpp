@@ -29,6 +29,7 @@ class LiveSession {
  public:
   struct Setup {
     bool record_events = false;   // raw events besides the aggregates (record, doctor)
+    bool drain_events = false;    // with them, each drain and steal of platoon-runtime targets
     bool stop_signals = true;     // false: the caller's event loop handles them (exporter)
     // Hold the kernel's BPF run-time stats on while the session lives, so that source().cost()
     // says what platoon's programs cost (record, top, exporter; off with --no-bpf-stats).

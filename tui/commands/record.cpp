@@ -192,7 +192,7 @@ int record(const RecordOptions& opt, bool bpf_stats) {
   // The output is checked and created first: a bad -o fails before anything is attached or run.
   auto output = model::OutputFile::create(opt.output, model::OutputFile::Existing::replace, &error);
   if (!output) return fail(error);
-  auto session = LiveSession::open(opt.live, {.record_events = opt.events, .bpf_stats = bpf_stats}, error);
+  auto session = LiveSession::open(opt.live, {.record_events = opt.events, .drain_events = opt.drain_events, .bpf_stats = bpf_stats}, error);
   if (!session) return fail(error);
   const std::string& note = session->note();
   if (!note.empty()) std::fprintf(stderr, "platoon record: %s\n", note.c_str());
@@ -248,6 +248,8 @@ CommandRun add_record(CLI::App& sub) {
   sub.add_option("-o,--output", opt.output, "trace file to write (mode 0600)")->required();
   f->live.add_procfs(sub, opt.live, "sample /proc instead of loading BPF (fewer fields)");
   sub.add_flag("--no-events", f->no_events, "aggregates only, no raw scheduler events");
+  sub.add_flag("--drain-events", opt.drain_events,
+               "also each drain and steal of platoon-runtime targets as a raw event (a uprobe trap per drain)");
   sub.add_option("--ringbuf-mb", opt.live.ringbuf_mb, "ring buffer size for raw events")->capture_default_str();
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes (platoon-server targets)");
   f->live.add_raw_tp(sub, opt.live);

@@ -1,0 +1,72 @@
+// Reads a platoon-runtime process's own drain/steal aggregates (runtime/stats_table.hpp) from
+// its memory, once per snapshot, instead of booking a uprobe hit per drain:
+//
+//   auto r = RuntimeStatsReader::open(pid, &why);   // nullptr: no table (an older runtime)
+//   ... raise the `stats` semaphore (attach a USDT program to platoon:stats) ...
+//   r->fill(snapshot.threads);                        // drains, depth, fibers run, steals
+//
+// The table is found by its symbol (platoon_runtime_stats) in the executable or a shared
+// object the process maps, plus that object's load bias from /proc/PID/maps. Counts start at
+// open() (a baseline), as the BPF counters start at attach: open before raising the semaphore,
+// so no drain falls between the baseline and the first counted one.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bpf/platoon.h"
+#include "bpf/snapshot/snapshot.hpp"
+
+namespace platoon::bpf {
+
+struct RuntimeCounts {
+  uint64_t drains = 0, depth_sum = 0, fibers_run = 0, drain_ns = 0, steals = 0, stolen = 0;
+  std::array<uint64_t, PLATOON_BATCH_SLOTS> depth_hist{};
+};
+
+// The table's address in the process, or nullopt with why (one line).
+std::optional<uint64_t> find_runtime_stats(pid_t pid, std::string* why);
+
+class RuntimeStatsReader {
+ public:
+  // nullptr with why when the process has no table, or one of another version.
+  static std::unique_ptr<RuntimeStatsReader> open(pid_t pid, std::string* why);
+
+  // Per carrier thread (tid), its counts since open(). A slot that is being written at every
+  // try, or a process that is gone, keeps its previous counts.
+  const std::map<pid_t, RuntimeCounts>& read();
+  // Overwrites the drain and steal fields of the threads that have a slot.
+  void fill(std::vector<model::ThreadSample>& threads);
+
+  pid_t pid() const { return pid_; }
+  uint64_t overflow() const { return overflow_; }  // carrier threads the table had no slot for
+  const std::string& where() const { return where_; }  // the file the symbol was found in
+
+ private:
+  struct Slot {  // one consistent read of a slot
+    pid_t tid = 0;
+    RuntimeCounts counts;
+  };
+  RuntimeStatsReader(pid_t pid, uint64_t addr) : pid_(pid), addr_(addr) {}
+  bool read_header(uint64_t* slots_addr, uint32_t* used, std::string* why);
+  std::vector<std::optional<Slot>> read_slots(uint64_t slots_addr, uint32_t used) const;
+
+  pid_t pid_;
+  uint64_t addr_;
+  uint32_t max_slots_ = 0;
+  uint64_t overflow_ = 0;
+  std::string where_;
+  std::map<std::pair<uint32_t, pid_t>, RuntimeCounts> baseline_;  // (slot, tid) at open
+  std::vector<Slot> last_;                 // per slot, the last consistent read
+  std::map<pid_t, RuntimeCounts> current_;
+};
+
+}  // namespace platoon::bpf
