@@ -34,8 +34,8 @@ mkdir -p "$out"
 # perf and bpftrace find tracepoints through tracefs.
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done; sleep 0.5;
-            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; wait 2>/dev/null || true
+cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done; sleep 0.5;
+            for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
             sysctl -qw kernel.bpf_stats_enabled=0 || true; }
 trap cleanup EXIT INT TERM
 port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }

@@ -22,7 +22,7 @@ PKGS=(
   # tests/tree_rules_test.sh
   libgtest-dev libgmock-dev tmux sysstat linux-perf bpftrace protobuf-compiler
   procps binutils time jq git universal-ctags
-  # promtool checks the exporter's exposition (the prometheus package ships it)
+  # promtool checks the exporter's exposition and the alerting rules (the prometheus package ships it)
   prometheus
   # peers measured beside platoon-server
   nginx-light golang-go
@@ -56,4 +56,8 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 # nginx-light starts a system nginx on port 80 on install; the peers run their own.
 if [ -x /usr/sbin/nginx ] && command -v systemctl >/dev/null 2>&1; then
   systemctl disable --now nginx >/dev/null 2>&1 || true
+fi
+# prometheus starts a system Prometheus on :9090 on install; only promtool is used.
+if [ -x /usr/bin/prometheus ] && command -v systemctl >/dev/null 2>&1; then
+  systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi
