@@ -82,10 +82,14 @@ else
   sleep 1.5
   curl -sf "http://127.0.0.1:$eport/metrics" > "$tmp/scrape" || fail "scrape of the exporter"
   while read -r m; do
-    grep -qE "^$m\{[^}]*thread=\"carrier-0\"" "$tmp/scrape" || { grep carrier-0 "$tmp/scrape" | head; fail "live scrape: no $m for carrier-0"; }
+    case $m in
+      platoon_cpu_*)  # per CPU, not per thread
+        grep -qE "^$m\{cpu=\"[0-9]+\"\} " "$tmp/scrape" || fail "live scrape: no $m{cpu=...}" ;;
+      *) grep -qE "^$m\{[^}]*thread=\"carrier-0\"" "$tmp/scrape" || { grep carrier-0 "$tmp/scrape" | head; fail "live scrape: no $m for carrier-0"; } ;;
+    esac
   done < "$tmp/existing"
   grep -qE '^platoon_thread_epoll_events_per_cycle_bucket\{[^}]*thread="carrier-0"[^}]*,le="2"\}' "$tmp/scrape" \
     || fail "live scrape: no le=\"2\" bucket of the epoll histogram"
-  echo "ok live scrape: $(wc -l < "$tmp/existing") families the rules read, on carrier-0"
+  echo "ok live scrape: $(wc -l < "$tmp/existing") families the rules read, on carrier-0 and per CPU"
 fi
 echo "prometheus rules: all checks passed"

@@ -355,6 +355,27 @@ void self_metrics(Out& out, const Snapshot& s, const PromScrapeInfo& info, const
              uint64_t{1});
 }
 
+// Per-CPU counters since boot, in seconds (the rules in scripts/prometheus/ rate() them).
+void cpu_families(Out& out, const PromScrapeInfo& info) {
+  if (info.cpu_times.empty()) return;
+  struct CpuFamily {
+    const char* name;
+    const char* help;
+    uint64_t CpuTimes::*ticks;
+  };
+  const CpuFamily families[] = {
+      {"platoon_cpu_steal_seconds_total", "Time this (virtual) CPU wanted to run but the hypervisor ran something else (/proc/stat steal).", &CpuTimes::steal},
+      {"platoon_cpu_irq_seconds_total", "Time this CPU spent in hardware interrupt handlers (/proc/stat irq).", &CpuTimes::irq},
+      {"platoon_cpu_softirq_seconds_total", "Time this CPU spent in softirqs: network receive, timers, RCU (/proc/stat softirq).", &CpuTimes::softirq},
+  };
+  const double tick = seconds_per_tick();
+  for (const CpuFamily& f : families) {
+    out.family(f.name, "counter", f.help);
+    for (const CpuTimes& c : info.cpu_times)
+      out.sample(f.name, fmt::format("cpu=\"{}\"", c.cpu), static_cast<double>(c.*f.ticks) * tick);
+  }
+}
+
 }  // namespace
 
 PromExposition::Totals PromExposition::Totals::of(const ThreadSample& t) {
@@ -522,6 +543,7 @@ std::string PromExposition::render(const PromScrapeInfo& info) {
   for (const auto& [pid, p] : processes_) n.processes_live += p.live_threads > 0;
   Out out(text);
   self_metrics(out, s, info, n);
+  cpu_families(out, info);
   return text;
 }
 
