@@ -72,7 +72,20 @@ struct platoon_thread_stats {
 	__u32 preemptor_tid;            /* in-flight: who was switched in when this thread was last
 	                                 * switched out runnable; its PREEMPTED_BY pair gets the wait */
 	__u32 seeded;                   /* 1: entry created by the attach-time task walk */
+	/* why it waited (bpf/wait_split.bpf.h); parts of wait_ns, the rest is behind other tasks */
+	__u64 wait_throttled_ns;        /* its group was throttled by its CPU quota */
+	__u64 wait_steal_ns;            /* its CPU was stolen by the hypervisor */
+	__u64 wait_irq_ns;              /* its CPU served hard and soft interrupts */
+	__u64 wait_idle_exit_ns;        /* woken onto an idle CPU: the idle exit */
+	__u64 wait_steal_start;         /* in-flight: the CPU's counters when the wait began */
+	__u64 wait_irq_start;
+	__u32 wait_cpu;
+	__u32 wait_flags;               /* PLATOON_WAIT_* */
 };
+
+#define PLATOON_WAIT_THROTTLED 1u   /* began as its group was throttled */
+#define PLATOON_WAIT_IDLE_CPU 2u    /* began with a wakeup onto an idle CPU */
+#define PLATOON_WAIT_CLOCKED 4u     /* wait_steal_start / wait_irq_start are valid */
 
 /* Who ran while a thread waited, and who woke it: `pairs` hash. */
 enum platoon_pair_kind {

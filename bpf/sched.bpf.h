@@ -9,6 +9,7 @@
 #include "bpf/core_fixes.bpf.h"
 #include "bpf/bits.bpf.h"
 #include "bpf/in_epoll.bpf.h"
+#include "bpf/wait_split.bpf.h"
 
 /* ---- sched_switch ----
  * prev leaves the CPU: its run interval ends. It switched out voluntarily iff it was not
@@ -59,6 +60,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			if (task_state_fast(btf, prev) == TASK_RUNNING) {
 				s->runnable = 1;
 				s->wait_start_ns = now;
+				wait_split_start(s, rq_of(prev), cpu, group_throttled(prev) ? PLATOON_WAIT_THROTTLED : 0);
 				s->preemptor_tid = next_tid;
 				add_pair(prev_tid, next_tid, PLATOON_PAIR_PREEMPTED_BY, next, true, 1, 0);
 			}
@@ -75,6 +77,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 				__u32 slot = log2_u64(delta);
 
 				s->wait_ns += delta;
+				wait_split_end(s, rq_of(next), cpu, delta);
 				if (slot >= PLATOON_RUNQ_SLOTS)
 					slot = PLATOON_RUNQ_SLOTS - 1;
 				HIST_INC(s->runq_hist, slot, PLATOON_RUNQ_SLOTS);
@@ -228,8 +231,16 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p, __u16 type
 	if (s && !s->exited) {
 		s->wakeups++;
 		if (!s->on_cpu && !s->runnable) {
+			__u32 cpu = task_cpu_fast(btf, p);
+			struct rq *rq = rq_of(p);
+
 			s->runnable = 1;
 			s->wait_start_ns = now;
+			/* Woken into a throttled group (6.18 parks it on the group's limbo list at
+			 * once), else onto an idle CPU, else behind whatever runs there. */
+			wait_split_start(s, rq, cpu, group_throttled(p) ? PLATOON_WAIT_THROTTLED
+						     : cpu_idle_now(rq) ? PLATOON_WAIT_IDLE_CPU
+									: 0);
 			s->preemptor_tid = 0;
 		}
 		s->last_seen_ns = now;

@@ -25,7 +25,8 @@ import csv, json, sys
 duration_s = json.load(open(sys.argv[1]))["duration_s"]
 header = ("interval_start_s,interval_end_s,pid,tid,comm,cpu_pct,wait_pct,run_ns,wait_ns,"
           "switches_voluntary,switches_involuntary,migrations,io_cycles,io_events,events_per_cycle,"
-          "drains,queue_depth_avg,runq_p50_us,runq_p99_us,wakeups_per_s").split(",")
+          "drains,queue_depth_avg,runq_p50_us,runq_p99_us,wakeups_per_s,wait_contended_pct,"
+          "wait_throttled_pct,wait_steal_pct,wait_irq_pct,wait_idle_exit_pct").split(",")
 for path in sys.argv[2:]:
     rows = list(csv.reader(open(path, newline="")))
     assert rows[0] == header, rows[0]
@@ -37,6 +38,9 @@ for path in sys.argv[2:]:
         assert len(r) == len(header), r
         per.setdefault((r[0], r[1]), []).append(r[3])
         float(r[5]); int(r[7])
+        # The wait split's parts add up to %wait (rounded to 3 decimals each).
+        if r[20] != "":
+            assert abs(sum(float(x) for x in r[20:25]) - float(r[6])) < 0.01, r
     for k, tids in per.items():
         assert len(tids) == len(set(tids)), f"a thread twice in interval {k}"
     # The shell runs from the first interval to its exit: one row in each interval up to there.

@@ -1,4 +1,5 @@
 #include "bpf/collectors/collector.hpp"
+#include "bpf/collectors/machine_context.hpp"
 #include "bpf/snapshot/clock.hpp"
 
 #include <bpf/bpf.h>
@@ -151,6 +152,7 @@ struct Collector::Impl {
   bool usdt = true;                       // the runtime probes loaded
   std::unordered_map<pid_t, std::string> usdt_exe;  // pid -> executable its probes were looked up in
   std::map<pid_t, std::unique_ptr<RuntimeStatsReader>> stats_tables;  // runtimes that keep their own drain counts
+  MachineContext context;                 // per-CPU times and the threads' CPU cgroups
   // Pair aging: counts as last read, and since when they have not changed.
   struct Track {
     __u64 count = 0, ns = 0;
@@ -623,6 +625,7 @@ model::ThreadSample thread_sample(const platoon_thread_stats& v, uint64_t now, i
   std::copy(std::begin(v.name), std::end(v.name), t.name.begin());
 #define PLATOON_COPY_PER_CPU(name) t.name.assign(v.name, v.name + cpus);
   PLATOON_THREAD_FIELDS(PLATOON_COPY_U64, PLATOON_COPY_U64, PLATOON_COPY_HIST, PLATOON_COPY_PER_CPU)
+  PLATOON_THREAD_TAIL_FIELDS(PLATOON_COPY_U64)
 #undef PLATOON_COPY_U64
 #undef PLATOON_COPY_HIST
 #undef PLATOON_COPY_PER_CPU
@@ -631,7 +634,15 @@ model::ThreadSample thread_sample(const platoon_thread_stats& v, uint64_t now, i
   // alone on its CPU) still shows its time. The copy may be torn against a concurrent
   // update; the start <= now check keeps a torn read from adding garbage.
   if (!t.exited && v.on_cpu && v.run_start_ns && v.run_start_ns <= now) t.run_ns += now - v.run_start_ns;
-  if (!t.exited && v.runnable && v.wait_start_ns && v.wait_start_ns <= now) t.wait_ns += now - v.wait_start_ns;
+  if (!t.exited && v.runnable && v.wait_start_ns && v.wait_start_ns <= now) {
+    const uint64_t waiting = now - v.wait_start_ns;
+    t.wait_ns += waiting;
+    // A wait whose cause is known when it starts (a throttled group: a parked thread can wait
+    // a whole period) counts as that cause while in progress too; steal and irq shares need
+    // the end, so they are booked then.
+    if (v.wait_flags & PLATOON_WAIT_THROTTLED) t.wait_throttled_ns += waiting;
+    else if (v.wait_flags & PLATOON_WAIT_IDLE_CPU) t.wait_idle_exit_ns += waiting;
+  }
   if (v.epoll_enter_ns && v.epoll_enter_ns <= now && !t.exited) t.io_blocked_ns += now - v.epoll_enter_ns;
   return t;
 }
@@ -719,6 +730,7 @@ model::Snapshot Collector::snapshot() {
   impl_->forget_exited(exited, pair_values);
   impl_->age_pairs(pair_values, now);
   impl_->read_losses(snap);
+  impl_->context.fill(snap);
   return snap;
 }
 

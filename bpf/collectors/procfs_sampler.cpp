@@ -223,6 +223,8 @@ ProcfsSampler::ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::
       proc_root_(std::move(proc_root)),
       pids_(fixed_pids_),
       ns_per_tick_(1'000'000'000u / static_cast<uint64_t>(std::max(1L, sysconf(_SC_CLK_TCK)))) {
+  // The machine's context comes from the real /proc only (tests hand a made-up proc_root).
+  if (proc_root_ == "/proc") context_ = std::make_unique<bpf::MachineContext>();
   // The kernel keeps 15 characters of a comm; match what /proc/PID/comm can show.
   if (comm_.size() > PLATOON_COMM_LEN - 1) comm_.resize(PLATOON_COMM_LEN - 1);
   // Keep at most half of the descriptor limit open, leaving the rest to the program; threads
@@ -424,6 +426,7 @@ Snapshot ProcfsSampler::sample() {
   std::sort(s.threads.begin(), s.threads.end(), [](const ThreadSample& a, const ThreadSample& b) {
     return std::pair{a.tid, a.first_seen_ns} < std::pair{b.tid, b.first_seen_ns};
   });
+  if (context_) context_->fill(s);
   return s;
 }
 

@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bpf/collectors/machine_context.hpp"
 #include "bpf/snapshot/snapshot.hpp"
 
 namespace platoon::model {
@@ -84,6 +85,7 @@ class ProcfsSampler {
   size_t fd_budget_;          // descriptors kept open, bounded by RLIMIT_NOFILE
   size_t open_fds_ = 0;
   std::unordered_map<uint32_t, TaskPtr> tasks_;  // by tid
+  std::unique_ptr<bpf::MachineContext> context_;  // per-CPU times and cgroups, as the BPF collector
 };
 
 // Parsers of the three files, exposed for tests and fuzzing. They take the file's text and return

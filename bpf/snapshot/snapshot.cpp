@@ -30,6 +30,7 @@ constexpr FieldName kFieldNames[] = {
     {kFieldIo, "io"},
     {kFieldDrain, "drain"},
     {kFieldWakeups, "wakeups"},
+    {kFieldWaitSplit, "wait split"},
 };
 }  // namespace
 

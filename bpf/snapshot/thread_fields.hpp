@@ -49,3 +49,13 @@
   COUNTER(stolen_fibers)                                                                    \
   COUNTER(polls)                                                                            \
   COUNTER(poll_events)
+
+// Counters added in format 1.2, stored after a SNAP chunk's threads and pairs (the "minor-2
+// tail", docs/trace-format.md) so that older readers skip them; a file before 1.2 leaves them
+// 0. Append only, like the list above. The parts of wait_ns that have a cause other than
+// another task (bpf/wait_split.bpf.h); the rest of wait_ns is the contended wait.
+#define PLATOON_THREAD_TAIL_FIELDS(COUNTER)                                                  \
+  COUNTER(wait_throttled_ns)     /* its group was throttled by its CPU quota */             \
+  COUNTER(wait_steal_ns)         /* its CPU was stolen by the hypervisor */                 \
+  COUNTER(wait_irq_ns)           /* its CPU served hard and soft interrupts */              \
+  COUNTER(wait_idle_exit_ns)     /* woken onto an idle CPU: the idle exit */

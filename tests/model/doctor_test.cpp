@@ -177,7 +177,11 @@ TEST(DoctorWaiting, PresentWithWhoPreempted) {
   EXPECT_EQ(*(*by)[0].find("comm")->string(), "mock-loop-0");
   EXPECT_EQ(*(*by)[0].find("where")->string(), "outside the target");
   EXPECT_NEAR(*(*by)[0].find("share_pct")->number(), 75.0, 0.1);
-  EXPECT_NE(f->remedy.find("--pin"), std::string::npos);
+  // An unknown runtime is told taskset; platoon-runtime its own flag.
+  EXPECT_NE(f->remedy.find("taskset"), std::string::npos);
+  DoctorInput platoon;
+  platoon.runtime = RuntimeKind::platoon;
+  EXPECT_NE(finding(run(w, nullptr, platoon), "carrier_waiting")->remedy.find("--pin"), std::string::npos);
 
   auto j = parse_json(json(d));
   const auto& jf = j["findings"][0];
@@ -253,7 +257,7 @@ TEST(DoctorMigrating, PresentCriticalWarnAndAbsent) {
   const Value& row = (*find(f->evidence, "carriers")->array())[0];
   EXPECT_NEAR(*row.find("top_cpu_share_pct")->number(), 50, 0.01);
   EXPECT_NEAR(*row.find("cpu_distribution")->find("1")->number(), 50, 0.01);
-  EXPECT_NE(f->remedy.find("--pin"), std::string::npos);
+  EXPECT_NE(f->remedy.find("taskset"), std::string::npos);
 
   const Diagnosis some = diag(200, 5000, {2500, 2500});  // 20/s, 4%
   ASSERT_NE(finding(some, "carrier_migrating"), nullptr);

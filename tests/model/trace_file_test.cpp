@@ -838,5 +838,54 @@ TEST_F(TraceFileTest, EveryListedFieldRoundTrips) {
   }
 }
 
+// Format 1.2's minor-2 tail: the machine's per-CPU times, the CPU cgroups and which thread is
+// in which, and the META's runtime, come back as written (sorted groups, quota -1 kept).
+TEST_F(TraceFileTest, MachineContextRoundTrips) {
+  Snapshot snap;
+  snap.ts_ns = 5'000'000'000;
+  snap.tick_ns = 10'000'000;
+  snap.cpus = {CpuTimes{0, 1, 2, 3, 4, 5, 6, 7, 8}, CpuTimes{7, 10, 20, 30, 40, 50, 60, 70, 80}};
+  snap.cgroups = {CgroupCpu{"/a", 1, 20000, 100000, 5, 4, 3'000'000, 9}, CgroupCpu{"/b c", 2, -1, 100000, 0, 0, 0, 0}};
+  for (uint32_t tid : {40u, 41u, 42u}) {
+    ThreadSample& t = snap.threads.emplace_back();
+    t.tid = tid;
+    t.pid = 40;
+    t.comm = "m";
+    t.cgroup = tid == 40 ? "/a" : tid == 41 ? "/b c" : "";
+    t.wait_throttled_ns = tid == 40 ? 77 : 0;
+  }
+  const std::string file = path("machine.plt");
+  std::string error;
+  TraceMeta meta = sample_meta();
+  meta.runtime = "jvm";
+  auto w = TraceWriter::create(file, meta, {}, &error);
+  ASSERT_TRUE(w) << error;
+  ASSERT_TRUE(w->write_snapshot(snap)) << w->error();
+  ASSERT_TRUE(w->finish(std::string(kStopDuration))) << w->error();
+  auto c = read_trace(file, &error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_EQ(c->meta.runtime, "jvm");
+  EXPECT_EQ(c->meta.minor_version, 2u);
+  ASSERT_EQ(c->snapshots.size(), 1u);
+  const Snapshot& got = c->snapshots[0];
+  EXPECT_EQ(got.tick_ns, snap.tick_ns);
+  ASSERT_EQ(got.cpus.size(), 2u);
+  EXPECT_EQ(got.cpus[1].cpu, 7u);
+  EXPECT_EQ(got.cpus[1].steal, 80u);
+  EXPECT_EQ(got.cpus[0].irq, 6u);
+  ASSERT_EQ(got.cgroups.size(), 2u);
+  EXPECT_EQ(got.cgroups[0].path, "/a");
+  EXPECT_EQ(got.cgroups[0].quota_us, 20000);
+  EXPECT_EQ(got.cgroups[0].throttled_ns, 3'000'000u);
+  EXPECT_EQ(got.cgroups[0].usage_ns, 9u);
+  EXPECT_EQ(got.cgroups[1].quota_us, -1);
+  EXPECT_EQ(got.cgroups[1].version, 2u);
+  ASSERT_EQ(got.threads.size(), 3u);
+  EXPECT_EQ(got.threads[0].cgroup, "/a");
+  EXPECT_EQ(got.threads[1].cgroup, "/b c");
+  EXPECT_EQ(got.threads[2].cgroup, "");
+  EXPECT_EQ(got.threads[0].wait_throttled_ns, 77u);
+}
+
 }  // namespace
 }  // namespace platoon::model

@@ -291,7 +291,8 @@ TEST(Window, ZeroWallAndShrinkingCountersStaySane) {
 TEST(Snapshot, MissingFieldNames) {
   EXPECT_TRUE(missing_fields(kFieldsBpf).empty());
   auto m = missing_fields(kFieldsProcfs);
-  EXPECT_EQ(m.size(), 6u);
+  EXPECT_EQ(m.size(), 7u);
+  EXPECT_EQ(m.back(), "wait split");
   EXPECT_EQ(m[0], "cpu_distribution");
   EXPECT_STREQ(to_string(Source::procfs), "procfs");
 }

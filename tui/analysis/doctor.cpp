@@ -1,4 +1,5 @@
 #include "tui/analysis/doctor.hpp"
+#include "tui/analysis/doctor_machine.hpp"
 
 #include <fmt/format.h>
 #include <rapidjson/prettywriter.h>
@@ -98,6 +99,7 @@ struct Ctx {
   std::set<uint32_t> carrier_tids;
   std::set<uint32_t> target_pids;
   Diagnosis& out;
+  Remedies remedies{in.runtime};
 
   bool is_carrier(uint32_t tid) const { return carrier_tids.count(tid) > 0; }
   void not_evaluated(std::string id, std::string reason) {
@@ -228,13 +230,14 @@ void check_waiting(Ctx& c) {
                  {"wait_pct_critical", kWaitPctCritical},
                  {"held_against", events ? "contended wait (raw events: the CPU was held by another task)"
                                          : "wait_pct (no raw events: includes the CPU's wake-up from idle)"}};
+  const Remedies& r = c.remedies;
   f.remedy = outsiders || !own
                  ? "Keep other work off the carriers' CPUs: put the server on its own cpuset (taskset -c) and "
-                   "the tasks it waits behind (above) on others, and pin each carrier to one CPU "
-                   "(platoon-server --pin). On a shared machine, fewer carriers than CPUs leaves room."
+                   "the tasks it waits behind (above) on others, and pin each carrier to one CPU (" +
+                       r.pin_carriers() + "). On a shared machine, fewer carriers than CPUs leaves room."
                  : "The carriers wait behind each other or their own process's threads: run no more busy "
-                   "threads than CPUs (platoon-server --carriers N-1 with a master poller, N+1 cores), "
-                   "or pin each carrier to its own CPU (--pin).";
+                   "threads than CPUs (" + r.size_carriers("N-1") + " with a master poller, N+1 cores), "
+                   "or pin each carrier to its own CPU (" + r.pin_carriers() + ").";
   c.out.findings.push_back(std::move(f));
 }
 
@@ -276,8 +279,10 @@ void check_migrating(Ctx& c) {
   f.threshold = {{"migrations_per_s_warn", kMigrationsPerSWarn},
                  {"migration_share_pct_warn", kMigrationShareWarn},
                  {"migrations_per_s_critical", kMigrationsPerSCritical}};
-  f.remedy = "Pin each carrier to its own CPU: platoon-server --pin (carrier i on the i-th allowed CPU), "
-             "or taskset -pc CPU TID per carrier thread (nginx: worker_cpu_affinity auto).";
+  f.remedy = c.remedies.kind == RuntimeKind::platoon
+                 ? "Pin each carrier to its own CPU: platoon-server --pin (carrier i on the i-th allowed CPU), "
+                   "or taskset -pc CPU TID per carrier thread."
+                 : "Keep each carrier on one CPU: " + c.remedies.pin_carriers() + " (nginx: worker_cpu_affinity auto).";
   c.out.findings.push_back(std::move(f));
 }
 
@@ -362,9 +367,9 @@ void check_platoon_effect(Ctx& c) {
                  {"long_wait_share_pct_critical", kLongWaitSharePctCritical},
                  {"min_correlation", kMinCorrelation},
                  {"wait_cap_us_in_correlation", static_cast<double>(kWaitCapNs) / 1e3}};
-  f.remedy = "Shorten the carriers' waits (the findings above say whose CPU they wait for): pin carriers "
-             "(--pin), keep other work off their CPUs, or let an idle sibling take a stalled carrier's "
-             "queue (platoon-server --work-stealing).";
+  f.remedy = "Shorten the carriers' waits (the findings above say whose CPU they wait for): pin carriers (" +
+             c.remedies.pin_carriers() + "), keep other work off their CPUs, or let an idle sibling take a stalled "
+             "carrier's queue (" + c.remedies.share_queues() + ").";
   c.out.findings.push_back(std::move(f));
 }
 
@@ -426,9 +431,9 @@ void check_poller(Ctx& c) {
                    {"preempts_per_s", kPollerPreemptionsPerS},
                    {"poller_wait_pct", kWaitPctWarn},
                    {"poller_wait_held_against", c.in.batches ? "contended wait (raw events)" : "wait_pct"}};
-    f.remedy = "Give the poller a CPU the carriers do not use (N+1 cores: --carriers one less than the CPUs, "
-               "carriers pinned away from the poller's CPU), or rank it above them: platoon-server "
-               "--poller-nice -5 or --carrier-nice 5 (renice/chrt for other servers).";
+    f.remedy = "Give the poller a CPU the carriers do not use (N+1 cores: " + c.remedies.size_carriers("N-1") +
+               " for N CPUs, carriers pinned away from the poller's CPU), or rank it above them: " +
+               c.remedies.poller_priority() + ".";
     c.out.findings.push_back(std::move(f));
   }
 }
@@ -482,8 +487,9 @@ void check_oversubscribed(Ctx& c) {
     f.evidence = {{"pid", pid},         {"busy_threads", names.size()}, {"demand_cpus", round_to(demand, 2)},
                   {"allowed_cpus", allowed}, {"allowed_from", from},    {"busy", std::move(busy)}};
     f.threshold = {{"busy_pct", kBusyPct}, {"demand_per_allowed_cpu", kDemandFactor}};
-    f.remedy = "Run no more busy threads than CPUs: fewer carriers or workers (--carriers), or give the process "
-               "more CPUs (its cpuset / taskset); keep one CPU for the poller and helpers (N+1).";
+    f.remedy = "Run no more busy threads than CPUs: fewer carriers or workers (" + c.remedies.size_carriers(allowed) +
+               " here, one less to leave the poller a CPU), or give the process more CPUs (its cpuset / taskset); "
+               "keep one CPU for the poller and helpers (N+1).";
     c.out.findings.push_back(std::move(f));
   }
 }
@@ -520,6 +526,21 @@ void check_losses(Ctx& c) {
              "reads; untracked threads/pairs: the maps hold 16,384 entries by default: raise --threads-max / --pairs-max or watch fewer processes. A cut-short "
              "recording holds what was written before; the findings cover only that.";
   c.out.findings.push_back(std::move(f));
+}
+
+// Quota, steal and interrupts: about the carriers when there are any, else the busy threads
+// (a JVM's or Go's workers need not look like event loops to be throttled).
+void check_machine(Ctx& c) {
+  std::vector<const ThreadWindow*> threads = c.roles.carriers;
+  if (threads.empty())
+    for (const auto& t : c.w.threads)
+      if (t.cpu_pct + t.wait_pct >= kBusyPct) threads.push_back(&t);
+  if (threads.empty())
+    for (const auto& t : c.w.threads) threads.push_back(&t);
+  MachineCheckInput in{c.w, std::move(threads), [&c](const ThreadWindow& t) { return c.name(t); }, c.remedies};
+  check_throttled(in, c.out.findings, c.out.not_evaluated);
+  check_steal(in, c.out.findings, c.out.not_evaluated);
+  check_irq(in, c.out.findings, c.out.not_evaluated);
 }
 
 KeyNumbers key_numbers(const Ctx& c) {
@@ -579,6 +600,7 @@ Diagnosis diagnose(const DoctorInput& in) {
   d.label = in.label;
   d.source = to_string(w.source);
   d.duration_s = w.wall_s;
+  d.runtime = in.runtime;
   Ctx c{in, w, find_roles(w), Names(w), {}, {}, d};
   for (auto* t : c.roles.carriers) {
     c.carrier_tids.insert(t->tid);
@@ -597,6 +619,7 @@ Diagnosis diagnose(const DoctorInput& in) {
     check_poller(c);
   }
   check_oversubscribed(c);
+  check_machine(c);
   check_losses(c);
   std::stable_sort(d.findings.begin(), d.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.severity > b.severity; });

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tui/analysis/doctor_batches.hpp"
+#include "tui/analysis/doctor_remedies.hpp"
 #include "tui/analysis/doctor_thresholds.hpp"
 #include "tui/analysis/window.hpp"
 
@@ -89,6 +90,7 @@ struct DoctorInput {
   std::string truncated_reason;
   bool complete = true;        // the recorder stopped cleanly
   uint64_t snapshots = 0;
+  RuntimeKind runtime = RuntimeKind::other;   // what the target is: remedies use its knobs
 };
 
 // What --vs puts side by side.
@@ -108,6 +110,7 @@ struct KeyNumbers {
 struct Diagnosis {
   std::string label;
   std::string source;          // "bpf" or "procfs"
+  RuntimeKind runtime = RuntimeKind::other;
   double duration_s = 0;
   std::vector<std::string> carriers;
   std::vector<Finding> findings;          // most severe first

@@ -58,3 +58,32 @@ inline constexpr double kDemandFactor = 1.0;
 inline constexpr double kLostEventsPctWarn = 1.0;
 
 }  // namespace platoon::model::doctor
+
+// ---- what the machine and the container do (doctor_machine.cpp) ----
+namespace platoon::model::doctor {
+
+// cpu_throttled. CFS bandwidth throttles a group for the rest of a period (100 ms by default)
+// once it used its quota: a carrier parked that long has every one of its connections stalled.
+// A group throttled in 5% of its periods loses one period in twenty: p99 latency is then the
+// period, whatever the server does; at 25% a quarter of the time is stalls.
+inline constexpr double kThrottledPeriodsPctWarn = 5.0;
+inline constexpr double kThrottledPeriodsPctCritical = 25.0;
+// Or the threads' own wait while throttled, held like carrier_waiting's.
+inline constexpr double kThrottledWaitPctWarn = 3.0;
+inline constexpr double kThrottledWaitPctCritical = 10.0;
+
+// vm_steal. Steal is time the hypervisor ran something else on this vCPU. Cloud guidance takes
+// a few percent as normal multi-tenant noise and 10% as a noisy neighbour; 5% on the CPUs the
+// carriers use is already a latency tail every event loop on them shares.
+inline constexpr double kStealPctWarn = 5.0;
+inline constexpr double kStealPctCritical = 20.0;
+
+// irq_pressure. Hard and soft interrupt time on the carriers' CPUs: a NIC's softirq load of 10%
+// on a CPU delays whatever runs there by that much on average, in bursts; 30% is a CPU mostly
+// given to the network stack.
+inline constexpr double kIrqPctWarn = 10.0;
+inline constexpr double kIrqPctCritical = 30.0;
+// Either check also fires when a thread's own wait with that cause reaches this share.
+inline constexpr double kCauseWaitPctWarn = 3.0;
+
+}  // namespace platoon::model::doctor

@@ -100,6 +100,96 @@ uint64_t window_runq_max(const ThreadSample& d, const ThreadSample* base) {
   return std::min<uint64_t>(d.runq_max_ns, static_cast<uint64_t>(bound));
 }
 
+// The parts are clamped so that they never sum past the wait (a torn read of in-flight state).
+WaitSplit split_of(const ThreadSample& d, double wall_s) {
+  uint64_t left = d.wait_ns;
+  auto take = [&](uint64_t part) {
+    part = std::min(part, left);
+    left -= part;
+    return pct(part, wall_s);
+  };
+  WaitSplit w;
+  w.throttled_pct = take(d.wait_throttled_ns);
+  w.steal_pct = take(d.wait_steal_ns);
+  w.irq_pct = take(d.wait_irq_ns);
+  w.idle_exit_pct = take(d.wait_idle_exit_ns);
+  w.contended_pct = pct(left, wall_s);
+  return w;
+}
+
+void add_split(WaitSplit& sum, const WaitSplit& x) {
+  sum.contended_pct += x.contended_pct;
+  sum.throttled_pct += x.throttled_pct;
+  sum.steal_pct += x.steal_pct;
+  sum.irq_pct += x.irq_pct;
+  sum.idle_exit_pct += x.idle_exit_pct;
+}
+
+std::vector<CpuWindow> cpu_windows(const Snapshot& from, const Snapshot& to) {
+  std::vector<CpuWindow> out;
+  const uint64_t tick = to.tick_ns;
+  for (const CpuTimes& e : to.cpus) {
+    auto b = std::find_if(from.cpus.begin(), from.cpus.end(), [&](const CpuTimes& c) { return c.cpu == e.cpu; });
+    if (b == from.cpus.end()) continue;  // a CPU that came online inside the window
+    CpuWindow c;
+    c.cpu = e.cpu;
+    const uint64_t busy = sub(e.user, b->user) + sub(e.nice, b->nice) + sub(e.system, b->system);
+    const uint64_t idle = sub(e.idle, b->idle) + sub(e.iowait, b->iowait);
+    const uint64_t irq = sub(e.irq, b->irq), softirq = sub(e.softirq, b->softirq), steal = sub(e.steal, b->steal);
+    const double total = static_cast<double>(busy + idle + irq + softirq + steal);
+    c.steal_ns = steal * tick;
+    c.irq_ns = irq * tick;
+    c.softirq_ns = softirq * tick;
+    c.idle_ns = idle * tick;
+    c.steal_pct = 100.0 * ratio(static_cast<double>(steal), total);
+    c.irq_pct = 100.0 * ratio(static_cast<double>(irq), total);
+    c.softirq_pct = 100.0 * ratio(static_cast<double>(softirq), total);
+    c.idle_pct = 100.0 * ratio(static_cast<double>(idle), total);
+    c.busy_pct = 100.0 * ratio(static_cast<double>(busy), total);
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The groups the window's threads are in, with cpu.stat's deltas. A group missing from the
+// baseline (the threads moved into it inside the window) shows its quota but no counts: its
+// counters since it was created are not the window's.
+std::vector<CgroupWindow> cgroup_windows(const Snapshot& from, const Snapshot& to, const std::vector<ThreadWindow>& threads,
+                                         double wall_s) {
+  std::map<std::string, CgroupWindow> by_path;
+  for (const auto& t : threads) {
+    if (t.cgroup.empty()) continue;
+    CgroupWindow& g = by_path[t.cgroup];
+    g.path = t.cgroup;
+    if (!t.exited) g.threads++;
+    g.wait_throttled_ns += std::min(t.delta.wait_throttled_ns, t.delta.wait_ns);
+  }
+  auto find = [](const Snapshot& s, const std::string& path) -> const CgroupCpu* {
+    auto it = std::lower_bound(s.cgroups.begin(), s.cgroups.end(), path,
+                               [](const CgroupCpu& c, const std::string& p) { return c.path < p; });
+    return it != s.cgroups.end() && it->path == path ? &*it : nullptr;
+  };
+  std::vector<CgroupWindow> out;
+  for (auto& [path, g] : by_path) {
+    const CgroupCpu* e = find(to, path);
+    if (e) {
+      const CgroupCpu* b = find(from, path);
+      if (!b) b = e;
+      g.version = e->version;
+      g.quota_us = e->quota_us;
+      g.period_us = e->period_us;
+      g.quota_cpus = e->quota_us > 0 && e->period_us > 0 ? static_cast<double>(e->quota_us) / static_cast<double>(e->period_us) : 0;
+      g.periods = sub(e->nr_periods, b->nr_periods);
+      g.throttled_periods = sub(e->nr_throttled, b->nr_throttled);
+      g.throttled_ns = sub(e->throttled_ns, b->throttled_ns);
+      g.throttled_periods_pct = 100.0 * ratio(static_cast<double>(g.throttled_periods), static_cast<double>(g.periods));
+      if (e->usage_ns && b->usage_ns) g.usage_cpus = ratio(static_cast<double>(sub(e->usage_ns, b->usage_ns)) / 1e9, wall_s);
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 void derive(ThreadWindow& tw, const Window& w, const ThreadSample* base) {
   const ThreadSample& d = tw.delta;
   // A thread born inside the window is still divided by the window's wall time, not its own
@@ -110,6 +200,8 @@ void derive(ThreadWindow& tw, const Window& w, const ThreadSample* base) {
   tw.nvcswch_per_s = per_s(d.switches_involuntary, w.wall_s);
   tw.migrations = d.migrations;
   tw.migrations_per_s = per_s(d.migrations, w.wall_s);
+  tw.wait_split = split_of(d, w.wall_s);
+  tw.cgroup = d.cgroup;
 
   if (w.has(kFieldCpuDist)) {
     uint64_t total = 0;
@@ -155,6 +247,7 @@ std::vector<ProcessWindow> process_totals(const std::vector<ThreadWindow>& threa
     p.threads++;
     p.run_ns += t.delta.run_ns;
     p.wait_ns += t.delta.wait_ns;
+    add_split(p.wait_split, t.wait_split);
     p.switches_voluntary += t.delta.switches_voluntary;
     p.switches_involuntary += t.delta.switches_involuntary;
     p.migrations += t.delta.migrations;
@@ -227,6 +320,8 @@ Window build(const Snapshot& from, const Snapshot& to, const std::map<ThreadKey,
     w.threads.push_back(std::move(tw));
   }
   w.processes = process_totals(w.threads, w.wall_s);
+  w.cpus = cpu_windows(from, to);
+  w.cgroups = cgroup_windows(from, to, w.threads, w.wall_s);
   return w;
 }
 

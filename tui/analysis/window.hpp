@@ -45,6 +45,18 @@ struct DrainWindow {           // runtime drains (platoon-runtime targets only)
   uint64_t stolen_fibers = 0;
 };
 
+// Why a thread (or a process) waited, in % of the window's wall time: the parts of wait_pct
+// (bpf/wait_split.bpf.h says how each is measured). contended_pct is the rest, the wait behind
+// other tasks; a source without the split (procfs, recordings before format 1.2) books all of
+// the wait there.
+struct WaitSplit {
+  double contended_pct = 0;
+  double throttled_pct = 0;    // its group was throttled by its CPU quota
+  double steal_pct = 0;        // its CPU was stolen by the hypervisor
+  double irq_pct = 0;          // its CPU served hard and soft interrupts
+  double idle_exit_pct = 0;    // woken onto an idle CPU
+};
+
 struct ThreadWindow {
   uint32_t tid = 0;
   uint32_t pid = 0;
@@ -56,6 +68,8 @@ struct ThreadWindow {
 
   double cpu_pct = 0;          // run_ns / wall × 100
   double wait_pct = 0;         // wait_ns / wall × 100 (pidstat's %wait)
+  WaitSplit wait_split;
+  std::string cgroup;          // its CPU cgroup (CgroupWindow::path), "" unknown
   double cswch_per_s = 0;
   double nvcswch_per_s = 0;
   uint64_t migrations = 0;
@@ -79,6 +93,7 @@ struct ProcessWindow {         // sums over the threads of one pid
   uint64_t wait_ns = 0;
   double cpu_pct = 0;          // may exceed 100: one core = 100
   double wait_pct = 0;
+  WaitSplit wait_split;
   uint64_t switches_voluntary = 0;
   uint64_t switches_involuntary = 0;
   double cswch_per_s = 0;
@@ -90,6 +105,31 @@ struct ProcessWindow {         // sums over the threads of one pid
   double events_per_cycle = 0;
   uint64_t drains = 0;
   double queue_depth_avg = 0;
+};
+
+// One CPU over the window, from /proc/stat's counters: shares of the CPU's own time (all of its
+// columns), as mpstat shows them.
+struct CpuWindow {
+  uint32_t cpu = 0;
+  uint64_t steal_ns = 0, irq_ns = 0, softirq_ns = 0, idle_ns = 0;  // idle includes iowait
+  double steal_pct = 0, irq_pct = 0, softirq_pct = 0, idle_pct = 0;
+  double busy_pct = 0;         // user + nice + system
+};
+
+// One CPU cgroup that holds target threads, over the window (cpu.stat's counters).
+struct CgroupWindow {
+  std::string path;
+  uint8_t version = 0;         // 1 or 2; 0: the group could not be read
+  int64_t quota_us = -1;       // at the end of the window; -1 no limit
+  uint64_t period_us = 0;
+  double quota_cpus = 0;       // quota / period: how many CPUs the group may use; 0 no limit
+  uint64_t periods = 0;        // enforcement periods that elapsed with the group runnable
+  uint64_t throttled_periods = 0;
+  uint64_t throttled_ns = 0;   // summed over the group's CPUs, as cpu.stat has it
+  double throttled_periods_pct = 0;  // throttled_periods / periods × 100
+  double usage_cpus = 0;       // CPU time used per wall second; 0 unknown
+  uint32_t threads = 0;        // target threads in it at the end of the window
+  uint64_t wait_throttled_ns = 0;    // their wait while the group was throttled
 };
 
 struct Losses {                // over the window, never hidden
@@ -107,6 +147,8 @@ struct Window {
   uint32_t fields = 0;         // only the fields set here are meaningful
   std::vector<ThreadWindow> threads;       // sorted by tid, then first_seen_ns
   std::vector<ProcessWindow> processes;    // sorted by pid
+  std::vector<CpuWindow> cpus;             // by CPU; empty when the source did not read them
+  std::vector<CgroupWindow> cgroups;       // by path; the groups the threads are in
   Losses losses;
 
   bool has(Field f) const { return (fields & f) == f; }

@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bpf/collectors/runtime_detect.hpp"
 #include "tui/commands/commands.hpp"
 #include "tui/commands/live_flags.hpp"
 #include "bpf/snapshot/clock.hpp"
@@ -102,6 +103,11 @@ bool load_file(const std::string& path, Run& run, std::string& error) {
   in.truncated = c.truncated;
   in.truncated_reason = c.truncated ? "at byte " + std::to_string(c.truncated_at) + ": " + c.truncated_reason : "";
   in.complete = c.complete;
+  // What the recorder recognised (format 1.2); older files: a runtime that drained is ours.
+  in.runtime = model::runtime_kind_from(c.meta.runtime);
+  if (in.runtime == model::RuntimeKind::other && c.meta.runtime.empty())
+    for (const auto& t : run.window.threads)
+      if (t.drain && t.drain->batches > 0) in.runtime = model::RuntimeKind::platoon;
   if (!run.has_batches)
     in.no_events_reason = run.window.source == model::Source::procfs
                               ? "a procfs recording has no raw events"
@@ -112,6 +118,13 @@ bool load_file(const std::string& path, Run& run, std::string& error) {
   for (const std::string& note : {c.cap_note(), recording.cap_note()})
     if (!note.empty()) run.warnings.push_back(path + ": " + note);
   return true;
+}
+
+// The first target that is a runtime platoon knows (a JVM among helpers is still a JVM).
+model::RuntimeKind runtime_of(const std::vector<pid_t>& pids) {
+  for (pid_t p : pids)
+    if (auto k = bpf::detect_runtime(p); k != model::RuntimeKind::other) return k;
+  return model::RuntimeKind::other;
 }
 
 // CPUs each target process may run on, from its affinity mask (live only: a file has only where
@@ -173,6 +186,7 @@ bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
   in.label = opt.live.target.describe();
   in.ncpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN));
   in.allowed_cpus = affinity_of(session->pids());
+  in.runtime = runtime_of(session->pids());
   if (!run.has_batches) in.no_events_reason = "the procfs source has no raw events";
   if (run.window.wall_s <= 0) {
     error = "watched for no time at all";

@@ -1,4 +1,5 @@
 #include "tui/commands/live_session.hpp"
+#include "bpf/collectors/runtime_detect.hpp"
 
 #include <signal.h>
 #include <sys/utsname.h>
@@ -81,6 +82,12 @@ model::TraceMeta LiveSession::trace_meta(double interval_s) const {
   for (pid_t p : pids_) meta.pids.push_back(static_cast<uint32_t>(p));
   meta.comm = opt_.target.comm;
   meta.command = opt_.target.command;
+  // What the target is, for doctor's remedies on this file: the first pid that is a runtime
+  // platoon knows, else "other".
+  model::RuntimeKind kind = model::RuntimeKind::other;
+  for (pid_t p : pids_)
+    if (kind == model::RuntimeKind::other) kind = bpf::detect_runtime(p);
+  meta.runtime = model::to_string(kind);
   return meta;
 }
 

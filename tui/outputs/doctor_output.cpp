@@ -87,6 +87,7 @@ void text_header(Out o, const Diagnosis& d) {
   fmt::format_to(o, "platoon doctor  {}\n", d.label);
   fmt::format_to(o, "source: {}, {:.2f} s; carriers: {}\n", d.source, d.duration_s,
                  d.carriers.empty() ? std::string("none found") : fmt::format("{}", fmt::join(d.carriers, ", ")));
+  fmt::format_to(o, "runtime: {} (remedies use its knobs)\n", to_string(d.runtime));
 }
 
 }  // namespace
@@ -161,6 +162,7 @@ Object diagnosis_object(const Diagnosis& d) {
   for (const auto& c : d.carriers) carriers.emplace_back(c);
   return {{"source", d.source},
           {"file", d.label},
+          {"runtime", to_string(d.runtime)},
           {"duration_s", round_to(d.duration_s, 3)},
           {"carriers", std::move(carriers)},
           {"findings", std::move(findings)},

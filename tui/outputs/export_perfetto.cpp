@@ -57,15 +57,17 @@ constexpr uint32_t kSeqIncrementalStateCleared = 1;
 constexpr size_t kEventsPerBundle = 4096;      // keeps packets small for trace_processor's parser
 
 // Track uuids: global to the trace, so each kind gets its own range.
-enum class CounterKind : uint64_t { events_per_cycle = 1, queue_depth = 2, wait_pct = 3 };
+enum class CounterKind : uint64_t { events_per_cycle = 1, queue_depth = 2, wait_pct = 3, throttled_wait_pct = 4 };
 uint64_t process_uuid(uint32_t pid) { return (1ull << 56) | pid; }
 uint64_t thread_uuid(uint32_t tid) { return (2ull << 56) | tid; }
 uint64_t counter_uuid(uint32_t tid, CounterKind k) { return (3ull << 56) | (static_cast<uint64_t>(k) << 32) | tid; }
+uint64_t cgroup_uuid(size_t index) { return (4ull << 56) | index; }  // a cgroup's throttled-share track
 const char* counter_name(CounterKind k) {
   switch (k) {
     case CounterKind::events_per_cycle: return "events per cycle";
     case CounterKind::queue_depth: return "queue depth at drain";
     case CounterKind::wait_pct: return "%wait";
+    case CounterKind::throttled_wait_pct: return "%wait throttled (CPU quota)";
   }
   return "";
 }
@@ -73,6 +75,13 @@ const char* counter_name(CounterKind k) {
 struct WaitSample {     // %wait of one thread over one snapshot interval, stamped at its start
   uint64_t ts_ns;
   uint32_t tid;
+  double value;
+  CounterKind kind = CounterKind::wait_pct;
+};
+
+struct CgroupSample {   // one cgroup's throttled share of periods over one interval, at its start
+  uint64_t ts_ns;
+  size_t group;         // index into State::cgroups
   double value;
 };
 
@@ -187,6 +196,9 @@ struct PerfettoExport::State : EventVisitor {
   std::map<uint32_t, ExportThread> targets;
   std::optional<Snapshot> prev;
   std::vector<WaitSample> waits;                     // in time order (snapshots are)
+  std::vector<std::string> cgroups;                  // paths of the groups with a track, by index
+  std::vector<CgroupSample> cgroup_samples;          // in time order
+  size_t next_cgroup = 0;
   std::set<std::pair<uint32_t, CounterKind>> tracks;
   std::vector<uint64_t> lost_per_cpu;                // from the last snapshot
 
@@ -280,7 +292,18 @@ void PerfettoExport::State::sched(const platoon_event_header& h, const ProtoMess
 
 void PerfettoExport::State::waits_until(uint64_t ts_ns) {
   for (; next_wait < waits.size() && waits[next_wait].ts_ns <= ts_ns; ++next_wait)
-    counter(waits[next_wait].ts_ns, waits[next_wait].tid, CounterKind::wait_pct, waits[next_wait].value);
+    counter(waits[next_wait].ts_ns, waits[next_wait].tid, waits[next_wait].kind, waits[next_wait].value);
+  for (; next_cgroup < cgroup_samples.size() && cgroup_samples[next_cgroup].ts_ns <= ts_ns; ++next_cgroup) {
+    const CgroupSample& c = cgroup_samples[next_cgroup];
+    ProtoMessage ev, packet;
+    ev.add_varint(f::track_event::kType, f::track_event::kTypeCounter);
+    ev.add_varint(f::track_event::kTrackUuid, cgroup_uuid(c.group));
+    ev.add_double(f::track_event::kDoubleCounterValue, c.value);
+    packet.add_varint(f::packet::kTimestamp, c.ts_ns);
+    packet.add_message(f::packet::kTrackEvent, ev);
+    writer.write(packet);
+    ++stats.counter_samples;
+  }
 }
 
 PerfettoExport::PerfettoExport(std::ostream& out) : s_(std::make_unique<State>(out)) {}
@@ -298,6 +321,20 @@ void PerfettoExport::scan_snapshot(const Snapshot& snap) {
         s_->waits.push_back({win.start_ns, tw.tid, tw.wait_pct});
         s_->tracks.insert({tw.tid, CounterKind::wait_pct});
       }
+    // Throttled wait: a track for the threads that ever had any; samples kept for all until
+    // begin() knows which those are.
+    if (win.has(kFieldWaitSplit))
+      for (const auto& tw : win.threads) {
+        s_->waits.push_back({win.start_ns, tw.tid, tw.wait_split.throttled_pct, CounterKind::throttled_wait_pct});
+        if (tw.wait_split.throttled_pct > 0) s_->tracks.insert({tw.tid, CounterKind::throttled_wait_pct});
+      }
+    for (const auto& g : win.cgroups) {
+      if (g.version == 0) continue;
+      auto it = std::find(s_->cgroups.begin(), s_->cgroups.end(), g.path);
+      const size_t index = static_cast<size_t>(it - s_->cgroups.begin());
+      if (it == s_->cgroups.end()) s_->cgroups.push_back(g.path);
+      s_->cgroup_samples.push_back({win.start_ns, index, g.throttled_periods_pct});
+    }
   }
   s_->prev = snap;
 }
@@ -315,7 +352,7 @@ void PerfettoExport::begin(const TraceMeta& meta) {
   // name to show, and the recorder only samples targets anyway.
   for (auto it = st.tracks.begin(); it != st.tracks.end();)
     it = st.targets.count(it->first) ? std::next(it) : st.tracks.erase(it);
-  std::erase_if(st.waits, [&](const WaitSample& w) { return !st.targets.count(w.tid); });
+  std::erase_if(st.waits, [&](const WaitSample& w) { return !st.targets.count(w.tid) || !st.has_track(w.tid, w.kind); });
   {
     // The kernel release tells Perfetto which prev_state encoding the sched_switch events use.
     ProtoMessage uts, info, packet;
@@ -356,6 +393,14 @@ void PerfettoExport::begin(const TraceMeta& meta) {
     track.add_varint(f::track::kUuid, counter_uuid(tid, kind));
     track.add_varint(f::track::kParentUuid, thread_uuid(tid));
     track.add_bytes(f::track::kName, st.targets.at(tid).label + " " + counter_name(kind));
+    track.add_message(f::track::kCounter, counter);
+    descriptor(track);
+    ++st.stats.counter_tracks;
+  }
+  for (size_t i = 0; i < st.cgroups.size(); ++i) {
+    ProtoMessage track, counter;
+    track.add_varint(f::track::kUuid, cgroup_uuid(i));
+    track.add_bytes(f::track::kName, "cgroup " + utf8_safe(st.cgroups[i]) + " throttled % of periods");
     track.add_message(f::track::kCounter, counter);
     descriptor(track);
     ++st.stats.counter_tracks;

@@ -376,6 +376,35 @@ void cpu_families(Out& out, const PromScrapeInfo& info) {
   }
 }
 
+// The CPU cgroups the targets are in (cpu.stat, cpu.max): raw counts, as the kernel keeps them,
+// so that rate(throttled_periods) / rate(periods) is the throttled share of periods.
+void cgroup_families(Out& out, const Snapshot& s) {
+  bool any = false;
+  for (const CgroupCpu& g : s.cgroups) any |= g.version != 0;
+  if (!any) return;
+  struct CgroupFamily {
+    const char* name;
+    const char* type;
+    const char* help;
+    double (*value)(const CgroupCpu&);
+  };
+  const CgroupFamily families[] = {
+      {"platoon_cgroup_periods_total", "counter", "CFS bandwidth enforcement periods that elapsed with the group runnable (cpu.stat nr_periods).",
+       [](const CgroupCpu& g) { return static_cast<double>(g.nr_periods); }},
+      {"platoon_cgroup_throttled_periods_total", "counter", "Periods in which the group used up its quota and was throttled (cpu.stat nr_throttled).",
+       [](const CgroupCpu& g) { return static_cast<double>(g.nr_throttled); }},
+      {"platoon_cgroup_throttled_seconds_total", "counter", "Time the group's runnable tasks were parked by throttling, summed over CPUs (cpu.stat throttled_time / throttled_usec).",
+       [](const CgroupCpu& g) { return static_cast<double>(g.throttled_ns) / 1e9; }},
+      {"platoon_cgroup_quota_cpus", "gauge", "The group's CPU quota in CPUs (quota / period); 0: no limit.",
+       [](const CgroupCpu& g) { return g.quota_us > 0 && g.period_us > 0 ? static_cast<double>(g.quota_us) / static_cast<double>(g.period_us) : 0.0; }},
+  };
+  for (const CgroupFamily& f : families) {
+    out.family(f.name, f.type, f.help);
+    for (const CgroupCpu& g : s.cgroups)
+      if (g.version != 0) out.sample(f.name, fmt::format("cgroup=\"{}\"", prom_escape_label(g.path)), f.value(g));
+  }
+}
+
 }  // namespace
 
 PromExposition::Totals PromExposition::Totals::of(const ThreadSample& t) {
@@ -544,6 +573,7 @@ std::string PromExposition::render(const PromScrapeInfo& info) {
   Out out(text);
   self_metrics(out, s, info, n);
   cpu_families(out, info);
+  cgroup_families(out, s);
   return text;
 }
 

@@ -1,4 +1,5 @@
 #include "tui/outputs/report.hpp"
+#include "tui/outputs/report_machine.hpp"
 
 #include <fmt/format.h>
 #include <rapidjson/prettywriter.h>
@@ -415,6 +416,8 @@ void json_report(Writer& j, const ReportHeader& h, const Window& w) {
   j.Key("processes"), j.StartArray();
   for (const auto& p : w.processes) json_process(j, w, p);
   j.EndArray();
+  j.Key("cpus"), json_cpus(j, w);
+  j.Key("cgroups"), json_cgroups(j, w);
   j.EndObject();
 }
 
@@ -540,6 +543,9 @@ std::string report_text(const ReportHeader& h, const Window& w, const ReportOpti
   text_io(o, w, ts);
   text_drain(o, w, ts);
   text_peers(o, w, ts);
+  s += text_wait_split(w, ts);
+  s += text_cpus(w);
+  s += text_cgroups(w);
   return strip_trailing_blanks(s);
 }
 

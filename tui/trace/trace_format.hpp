@@ -29,7 +29,7 @@ namespace platoon::model {
 static_assert(std::endian::native == std::endian::little, "the trace format stores little-endian host structs");
 
 inline constexpr uint16_t kTraceMajorVersion = 1;  // readers refuse a larger major
-inline constexpr uint16_t kTraceMinorVersion = 1;  // a larger minor only adds chunk types / trailing fields
+inline constexpr uint16_t kTraceMinorVersion = 2;  // a larger minor only adds chunk types / trailing fields
 
 inline constexpr uint8_t kTraceMagic[8] = {0x89, 'P', 'L', 'A', 'T', 'O', 'O', 'N'};
 inline constexpr size_t kTraceHeaderBytes = 16;

@@ -108,6 +108,7 @@ bool decode_meta(ByteReader& r, TraceMeta& m) {
   m.comm = r.str();
   size_t nwords = r.count(kMaxListItems);
   for (size_t i = 0; i < nwords && r.ok(); ++i) m.command.push_back(r.str());
+  if (r.ok() && r.remaining() > 0) m.runtime = r.str();  // minor 2
   return r.ok();  // trailing bytes: fields a newer minor version appended
 }
 
@@ -149,7 +150,7 @@ bool decode_thread(ByteReader& r, ThreadSample& t, Keep& keep) {
   t.exited = flags == 1;
   t.first_seen_ns = r.varint();
   t.last_cpu = r.varint32();
-  for_each_thread_field(DecodeFields{r, t, keep});
+  for_each_inline_field(DecodeFields{r, t, keep});
   return r.ok();
 }
 
@@ -164,6 +165,61 @@ bool decode_pair(ByteReader& r, PairSample& p) {
   p.count = r.varint();
   p.ns = r.varint();
   return r.ok();
+}
+
+// The tail fields of one thread, by position: a newer minor may store more than this version
+// knows (read and dropped), an older one fewer (left 0).
+struct DecodeTail {
+  const std::vector<uint64_t>& values;
+  ThreadSample& t;
+  size_t i = 0;
+  void counter(uint64_t ThreadSample::*m, const char*) {
+    if (i < values.size()) t.*m = values[i];
+    ++i;
+  }
+};
+
+// Mirrors encode_minor2_tail in trace_writer.cpp.
+bool decode_minor2_tail(ByteReader& r, Snapshot& s, size_t nthreads, Keep& keep) {
+  const size_t nfields = r.count(kMaxListItems);
+  const size_t with_tail = r.count(kMaxThreadsPerSnapshot);
+  std::vector<uint64_t> values(nfields);
+  for (size_t i = 0; i < with_tail && r.ok(); ++i) {
+    const uint64_t index = r.varint();
+    for (auto& v : values) v = r.varint();
+    if (index >= nthreads) return false;
+    if (index < s.threads.size()) for_each_tail_field(DecodeTail{values, s.threads[index]});
+  }
+  s.tick_ns = r.varint();
+  const size_t ncpus = r.count(kMaxCpusInTrace);
+  for (size_t i = 0; i < ncpus && r.ok(); ++i) {
+    CpuTimes c;
+    c.cpu = r.varint32();
+    for (uint64_t* v : {&c.user, &c.nice, &c.system, &c.idle, &c.iowait, &c.irq, &c.softirq, &c.steal}) *v = r.varint();
+    if (i < std::min<size_t>(kKeepCpusPerList, keep.cpu_slots)) s.cpus.push_back(c);
+    else if (keep.out) ++keep.out->cut_cpu_slots;
+  }
+  keep.cpu_slots -= std::min(keep.cpu_slots, s.cpus.size());
+  const size_t ngroups = r.count(kMaxListItems);
+  for (size_t i = 0; i < ngroups && r.ok(); ++i) {
+    CgroupCpu g;
+    g.path = r.str();
+    g.version = r.u8();
+    const uint64_t quota = r.varint();
+    g.quota_us = quota == 0 || quota - 1 > uint64_t(INT64_MAX) ? -1 : int64_t(quota - 1);
+    for (uint64_t* v : {&g.period_us, &g.nr_periods, &g.nr_throttled, &g.throttled_ns, &g.usage_ns}) *v = r.varint();
+    s.cgroups.push_back(std::move(g));
+  }
+  const size_t members = r.count(kMaxThreadsPerSnapshot);
+  for (size_t i = 0; i < members && r.ok(); ++i) {
+    const uint64_t t = r.varint();
+    const uint64_t g = r.varint();
+    if (t >= nthreads || g >= s.cgroups.size()) return false;
+    if (t < s.threads.size()) s.threads[t].cgroup = s.cgroups[g].path;
+  }
+  if (!r.ok()) return false;
+  std::sort(s.cgroups.begin(), s.cgroups.end(), [](const CgroupCpu& a, const CgroupCpu& b) { return a.path < b.path; });
+  return true;
 }
 
 bool decode_snapshot(ByteReader& r, Snapshot& s, TraceContents& out) {
@@ -207,6 +263,7 @@ bool decode_snapshot(ByteReader& r, Snapshot& s, TraceContents& out) {
     }
     if (!r.ok()) return false;
   }
+  if (r.remaining() > 0 && !decode_minor2_tail(r, s, nthreads, keep)) return false;
   // The model promises threads sorted by tid; consumers binary-search on it.
   auto by_tid = [](const ThreadSample& a, const ThreadSample& b) { return a.tid < b.tid; };
   if (!std::is_sorted(s.threads.begin(), s.threads.end(), by_tid))

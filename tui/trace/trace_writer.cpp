@@ -79,6 +79,7 @@ void encode_meta(ByteWriter& w, const TraceMeta& m) {
   size_t nwords = m.command.size() < kMaxListItems ? m.command.size() : kMaxListItems;
   w.varint(nwords);
   for (size_t i = 0; i < nwords; ++i) w.str(m.command[i]);
+  w.str(m.runtime);  // minor 2
 }
 
 // The field list's quantities, in its order (which is the format's).
@@ -93,6 +94,12 @@ struct EncodeFields {
   void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char*) { w.list(t.*m); }
 };
 
+struct AnyCounter {
+  const ThreadSample& t;
+  bool& any;
+  void counter(uint64_t ThreadSample::*m, const char*) { any = any || t.*m != 0; }
+};
+
 // Field order is the format (docs/trace-format.md, "SNAP"); trace_reader.cpp mirrors it. The
 // thread's cpu_overflow goes in the snapshot's minor-1 tail (encode_snapshot).
 void encode_thread(ByteWriter& w, const ThreadSample& t) {
@@ -102,7 +109,7 @@ void encode_thread(ByteWriter& w, const ThreadSample& t) {
   w.u8(t.exited ? 1 : 0);
   w.varint(t.first_seen_ns);
   w.varint(t.last_cpu);
-  for_each_thread_field(EncodeFields{w, t});
+  for_each_inline_field(EncodeFields{w, t});
 }
 
 void encode_pair(ByteWriter& w, const PairSample& p) {
@@ -113,6 +120,56 @@ void encode_pair(ByteWriter& w, const PairSample& p) {
   w.str(p.other_comm);
   w.varint(p.count);
   w.varint(p.ns);
+}
+
+bool any_tail_field(const ThreadSample& t) {
+  bool any = false;
+  for_each_tail_field(AnyCounter{t, any});
+  return any;
+}
+
+// Minor 2, after the minor-1 tail: the tail fields (the wait split) of the threads that have
+// any, the machine's per-CPU times, the CPU cgroups and which thread is in which.
+void encode_minor2_tail(ByteWriter& w, const Snapshot& s) {
+  w.varint(kTailFields);
+  size_t with_tail = 0;
+  for (const auto& t : s.threads) with_tail += any_tail_field(t);
+  w.varint(with_tail);
+  for (size_t i = 0; i < s.threads.size(); ++i) {
+    if (!any_tail_field(s.threads[i])) continue;
+    w.varint(i);
+    for_each_tail_field(EncodeFields{w, s.threads[i]});
+  }
+  w.varint(s.tick_ns);
+  const size_t ncpus = std::min<size_t>(s.cpus.size(), kMaxCpusInTrace);
+  w.varint(ncpus);
+  for (size_t i = 0; i < ncpus; ++i) {
+    const CpuTimes& c = s.cpus[i];
+    for (uint64_t v : {uint64_t{c.cpu}, c.user, c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal})
+      w.varint(v);
+  }
+  const size_t ngroups = std::min<size_t>(s.cgroups.size(), kMaxListItems);
+  w.varint(ngroups);
+  for (size_t i = 0; i < ngroups; ++i) {
+    const CgroupCpu& g = s.cgroups[i];
+    w.str(g.path);
+    w.u8(g.version);
+    w.varint(g.quota_us < 0 ? 0 : uint64_t(g.quota_us) + 1);  // 0: no limit
+    for (uint64_t v : {g.period_us, g.nr_periods, g.nr_throttled, g.throttled_ns, g.usage_ns}) w.varint(v);
+  }
+  std::vector<std::pair<size_t, size_t>> member;  // (thread index, cgroup index)
+  for (size_t i = 0; i < s.threads.size(); ++i) {
+    if (s.threads[i].cgroup.empty()) continue;
+    auto g = std::lower_bound(s.cgroups.begin(), s.cgroups.begin() + static_cast<std::ptrdiff_t>(ngroups),
+                              s.threads[i].cgroup, [](const CgroupCpu& c, const std::string& p) { return c.path < p; });
+    if (g != s.cgroups.begin() + static_cast<std::ptrdiff_t>(ngroups) && g->path == s.threads[i].cgroup)
+      member.emplace_back(i, size_t(g - s.cgroups.begin()));
+  }
+  w.varint(member.size());
+  for (auto [t, g] : member) {
+    w.varint(t);
+    w.varint(g);
+  }
 }
 
 bool encode_snapshot(ByteWriter& w, const Snapshot& s, std::string* why) {
@@ -141,6 +198,7 @@ bool encode_snapshot(ByteWriter& w, const Snapshot& s, std::string* why) {
     w.varint(i);
     w.varint(s.threads[i].cpu_overflow);
   }
+  encode_minor2_tail(w, s);
   return true;
 }
 

@@ -36,6 +36,7 @@ struct TraceMeta {
   std::vector<uint32_t> pids;
   std::string comm;
   std::vector<std::string> command;
+  std::string runtime;                    // since 1.2: what the target is (to_string(RuntimeKind)), "" unknown
 };
 
 class TraceWriter {

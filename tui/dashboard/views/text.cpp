@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <numeric>
 
+#include <fmt/format.h>
+
 namespace platoon::tui {
 
 using model::Column;
@@ -194,6 +196,28 @@ std::string row_text(const std::vector<Column>& cols, const ThreadWindow& t, con
   return s;
 }
 
+// "quota /grp 0.20 CPU thr 45% 120ms  steal 3.1% cpu1  irq 12% cpu0", each part only when
+// there is something to say (a quota, any steal or interrupts above a tenth of a percent).
+static std::string machine_summary(const model::Window& w) {
+  std::string s;
+  auto add = [&](const std::string& part) { s += (s.empty() ? "" : "  ") + part; };
+  for (const auto& g : w.cgroups) {
+    if (g.version == 0 || (g.quota_cpus <= 0 && g.throttled_periods == 0)) continue;
+    add(fmt::format("quota {} {:.2f} CPU thr {:.0f}% {:.0f}ms", g.path, g.quota_cpus, g.throttled_periods_pct,
+                    double(g.throttled_ns) / 1e6));
+  }
+  const model::CpuWindow* steal = nullptr;
+  const model::CpuWindow* irq = nullptr;
+  for (const auto& c : w.cpus) {
+    if (!steal || c.steal_pct > steal->steal_pct) steal = &c;
+    if (!irq || c.irq_pct + c.softirq_pct > irq->irq_pct + irq->softirq_pct) irq = &c;
+  }
+  if (steal && steal->steal_pct >= 0.1) add(fmt::format("steal {:.1f}% cpu{}", steal->steal_pct, steal->cpu));
+  if (irq && irq->irq_pct + irq->softirq_pct >= 0.1)
+    add(fmt::format("irq {:.1f}% cpu{}", irq->irq_pct + irq->softirq_pct, irq->cpu));
+  return s;
+}
+
 std::vector<std::string> header_lines(const TopState& st) {
   const auto& w = st.window();
   std::vector<std::string> out;
@@ -241,6 +265,11 @@ std::vector<std::string> header_lines(const TopState& st) {
       l3 = "no runtime drains (not a platoon-runtime target, or --no-usdt)";
     }
   }
+  // What the machine and the container do (issue 15): after the drains, or first when a group
+  // is being throttled, which then explains most of the wait.
+  const std::string machine = machine_summary(w);
+  const bool throttled = std::any_of(w.cgroups.begin(), w.cgroups.end(), [](auto& g) { return g.throttled_periods > 0; });
+  if (!machine.empty()) l3 = throttled ? machine + "  " + l3 : l3 + "  " + machine;
   out.push_back(l3);
 
   // The recording state replaces the legend (also in help) so that it fits 80 columns; what
@@ -254,6 +283,25 @@ std::vector<std::string> header_lines(const TopState& st) {
   if (!st.status.empty()) l4 += "  " + st.status;
   out.push_back(l4);
   return out;
+}
+
+// Why the thread waited: the parts of its %wait, and its cgroup's quota when it has one.
+static Section why_section(const model::Window& w, const ThreadWindow& t) {
+  Section why{"why it waited (% of wall time)", {}};
+  if (w.has(model::kFieldWaitSplit)) {
+    const auto& x = t.wait_split;
+    why.lines.push_back(fmt::format("wait {:.1f}: contended {:.1f}  throttled {:.1f}  steal {:.1f}  irq {:.1f}  idle exit {:.1f}",
+                                    t.wait_pct, x.contended_pct, x.throttled_pct, x.steal_pct, x.irq_pct, x.idle_exit_pct));
+    for (const auto& grp : w.cgroups) {
+      if (grp.path != t.cgroup) continue;
+      why.lines.push_back(fmt::format("cgroup {}  {}  throttled {}/{} periods", grp.path,
+                                      grp.quota_cpus > 0 ? fmt::format("quota {:.2f} CPU", grp.quota_cpus) : "no quota",
+                                      grp.throttled_periods, grp.periods));
+    }
+  } else {
+    why.lines.push_back("not available from this source");
+  }
+  return why;
 }
 
 std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, size_t width, size_t max_rows, Glyphs g) {
@@ -282,6 +330,8 @@ std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, 
     for (auto& l : hist_lines(linear_rows(t.drain->queue_depth_hist), width, max_rows, g)) d.lines.push_back(l);
     out.push_back(d);
   }
+
+  out.push_back(why_section(w, t));
 
   Section rq{"run-queue latency", {}};
   if (t.runq && t.runq->samples > 0) {
