@@ -14,6 +14,11 @@ const volatile char targ_comm[PLATOON_COMM_LEN] = {};
 const volatile __u64 targ_wakeup_bytes = 1;
 /* New processes forked by a target become targets (perf's inherit), at sched_process_fork. */
 const volatile bool targ_follow_forks = false;
+/* Whole-machine mode (top/record --all): every process is a target but platoon itself
+ * (targ_self, its tgid: a recorder watching its own ring-buffer polls would feed itself). The
+ * target set and its bitmap stay empty; only the stats and pairs maps bound what is kept. */
+const volatile bool targ_all = false;
+const volatile __u32 targ_self = 0;
 /* sched_switch passes prev_state as its 4th argument since 5.18; before that the programs may
  * not read ctx[3] at all (tp_btf rejects the access, raw_tp the attach), so the state is read
  * from the task instead. User space sets this from the tracepoint's BTF prototype. */

@@ -60,7 +60,8 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			if (task_state_fast(btf, prev) == TASK_RUNNING) {
 				s->runnable = 1;
 				s->wait_start_ns = now;
-				wait_split_start(s, rq_of(prev), cpu, group_throttled(prev) ? PLATOON_WAIT_THROTTLED : 0);
+				wait_split_start(btf, s, rq_of(btf, prev), cpu,
+						 group_throttled(btf, prev) ? PLATOON_WAIT_THROTTLED : 0);
 				s->preemptor_tid = next_tid;
 				add_pair(prev_tid, next_tid, PLATOON_PAIR_PREEMPTED_BY, next, true, 1, 0);
 			}
@@ -77,7 +78,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 				__u32 slot = log2_u64(delta);
 
 				s->wait_ns += delta;
-				wait_split_end(s, rq_of(next), cpu, delta);
+				wait_split_end(btf, s, rq_of(btf, next), cpu, delta);
 				if (slot >= PLATOON_RUNQ_SLOTS)
 					slot = PLATOON_RUNQ_SLOTS - 1;
 				HIST_INC(s->runq_hist, slot, PLATOON_RUNQ_SLOTS);
@@ -232,15 +233,16 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p, __u16 type
 		s->wakeups++;
 		if (!s->on_cpu && !s->runnable) {
 			__u32 cpu = task_cpu_fast(btf, p);
-			struct rq *rq = rq_of(p);
+			struct rq *rq = rq_of(btf, p);
 
 			s->runnable = 1;
 			s->wait_start_ns = now;
 			/* Woken into a throttled group (6.18 parks it on the group's limbo list at
 			 * once), else onto an idle CPU, else behind whatever runs there. */
-			wait_split_start(s, rq, cpu, group_throttled(p) ? PLATOON_WAIT_THROTTLED
-						     : cpu_idle_now(rq) ? PLATOON_WAIT_IDLE_CPU
-									: 0);
+			wait_split_start(btf, s, rq, cpu,
+					 group_throttled(btf, p) ? PLATOON_WAIT_THROTTLED
+					 : cpu_idle_now(btf, rq) ? PLATOON_WAIT_IDLE_CPU
+								 : 0);
 			s->preemptor_tid = 0;
 		}
 		s->last_seen_ns = now;

@@ -23,6 +23,8 @@ static __always_inline __u32 target_word(__u32 tgid)
 
 static __always_inline bool is_target(__u32 tgid)
 {
+	if (targ_all)       /* a load-time constant: the verifier drops the branch not taken */
+		return tgid && tgid != targ_self;
 	return tgid && ((target_bits[target_word(tgid)] >> (tgid & 63)) & 1);
 }
 
@@ -37,8 +39,8 @@ static __always_inline void add_target(__u32 tgid)
 	__u8 one = 1;
 	long err;
 
-	if (!tgid || tgid >= TARGET_BITS_WORDS * 64)
-		return;
+	if (targ_all || !tgid || tgid >= TARGET_BITS_WORDS * 64)
+		return;     /* in whole-machine mode everything already is a target */
 	err = bpf_map_update_elem(&targets, &tgid, &one, BPF_NOEXIST);
 	if (err == -EEXIST)
 		return;     /* already a target: its bit is set */

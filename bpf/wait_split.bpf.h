@@ -18,11 +18,16 @@
 /* The run queue a task is queued on (its group's cfs_rq on that CPU points back to it). The
  * per-CPU counters themselves (kernel_cpustat, runqueues) are not reachable as ksyms on kernels
  * without CONFIG_KALLSYMS_ALL, so everything is read through the task. */
-static __always_inline struct rq *rq_of(struct task_struct *p)
+static __always_inline struct rq *rq_of(bool btf, struct task_struct *p)
 {
+	struct cfs_rq *cfs;
+
 	if (!bpf_core_field_exists(p->se.cfs_rq) || !bpf_core_field_exists(((struct cfs_rq *)0)->rq))
 		return NULL;
-	return BPF_CORE_READ(p, se.cfs_rq, rq);
+	if (!btf)
+		return BPF_CORE_READ(p, se.cfs_rq, rq);
+	cfs = p->se.cfs_rq;     /* tp_btf: plain loads through trusted pointers, no helper call */
+	return cfs ? cfs->rq : NULL;
 }
 
 /* With CONFIG_IRQ_TIME_ACCOUNTING the run queue keeps the CPU's irq time (a field this
@@ -38,48 +43,57 @@ struct cpu_wait_clock {
 
 /* The steal clock as the scheduler books it into the run queue at every clock update
  * (CONFIG_PARAVIRT_TIME_ACCOUNTING), and the irq time likewise. */
-static __always_inline bool read_cpu_wait_clock(struct rq *rq, struct cpu_wait_clock *c)
+static __always_inline bool read_cpu_wait_clock(bool btf, struct rq *rq, struct cpu_wait_clock *c)
 {
+	struct rq___irqtime *irq = (struct rq___irqtime *)rq;
+
 	if (!rq)
 		return false;
 	c->steal = 0;
 	c->irq = 0;
 	if (bpf_core_field_exists(rq->prev_steal_time_rq))
-		c->steal = BPF_CORE_READ(rq, prev_steal_time_rq);
-	if (bpf_core_field_exists(((struct rq___irqtime *)rq)->prev_irq_time))
-		c->irq = BPF_CORE_READ((struct rq___irqtime *)rq, prev_irq_time);
+		c->steal = btf ? rq->prev_steal_time_rq : BPF_CORE_READ(rq, prev_steal_time_rq);
+	if (bpf_core_field_exists(irq->prev_irq_time))
+		c->irq = btf ? irq->prev_irq_time : BPF_CORE_READ(irq, prev_irq_time);
 	return true;
 }
 
 /* The group is throttled: its cfs_rq (or an ancestor's) ran out of quota. Read as the thread
  * leaves the CPU; under the task-based throttle (6.18) this is the switch-out that parks it,
  * under the older group throttle the preemption that follows the throttle. */
-static __always_inline bool group_throttled(struct task_struct *p)
+static __always_inline bool group_throttled(bool btf, struct task_struct *p)
 {
+	struct cfs_rq *cfs;
+
 	if (!bpf_core_field_exists(p->se.cfs_rq) ||
 	    !bpf_core_field_exists(((struct cfs_rq *)0)->throttle_count))
 		return false;
-	return BPF_CORE_READ(p, se.cfs_rq, throttle_count) > 0;
+	if (!btf)
+		return BPF_CORE_READ(p, se.cfs_rq, throttle_count) > 0;
+	cfs = p->se.cfs_rq;
+	return cfs && cfs->throttle_count > 0;
 }
 
 /* The CPU is running its idle task, so a thread woken onto it waits for nothing but the idle
  * exit (and, in a VM, for the hypervisor to run the vCPU again). */
-static __always_inline bool cpu_idle_now(struct rq *rq)
+static __always_inline bool cpu_idle_now(bool btf, struct rq *rq)
 {
 	if (!rq)
 		return false;
+	if (btf)
+		return rq->curr == rq->idle;
 	return BPF_CORE_READ(rq, curr) == BPF_CORE_READ(rq, idle);
 }
 
 /* A wait starts on `cpu`; flags say what is already known about it. */
-static __always_inline void wait_split_start(struct platoon_thread_stats *s, struct rq *rq, __u32 cpu,
+static __always_inline void wait_split_start(bool btf, struct platoon_thread_stats *s, struct rq *rq, __u32 cpu,
 					     __u32 flags)
 {
 	struct cpu_wait_clock c;
 
 	s->wait_flags = flags;
 	s->wait_cpu = cpu;
-	if (read_cpu_wait_clock(rq, &c)) {
+	if (read_cpu_wait_clock(btf, rq, &c)) {
 		s->wait_steal_start = c.steal;
 		s->wait_irq_start = c.irq;
 		s->wait_flags |= PLATOON_WAIT_CLOCKED;
@@ -88,7 +102,7 @@ static __always_inline void wait_split_start(struct platoon_thread_stats *s, str
 
 /* The wait of `delta` ns ends on `cpu`: book its parts. Throttled and idle-exit waits are
  * booked whole; otherwise steal first, then interrupts, each at most what is left. */
-static __always_inline void wait_split_end(struct platoon_thread_stats *s, struct rq *rq, __u32 cpu,
+static __always_inline void wait_split_end(bool btf, struct platoon_thread_stats *s, struct rq *rq, __u32 cpu,
 					   __u64 delta)
 {
 	struct cpu_wait_clock c;
@@ -102,7 +116,7 @@ static __always_inline void wait_split_end(struct platoon_thread_stats *s, struc
 		s->wait_idle_exit_ns += delta;
 		return;
 	}
-	if (!(s->wait_flags & PLATOON_WAIT_CLOCKED) || s->wait_cpu != cpu || !read_cpu_wait_clock(rq, &c))
+	if (!(s->wait_flags & PLATOON_WAIT_CLOCKED) || s->wait_cpu != cpu || !read_cpu_wait_clock(btf, rq, &c))
 		return;
 	part = c.steal - s->wait_steal_start;
 	if (part > delta)

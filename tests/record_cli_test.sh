@@ -12,8 +12,11 @@ require_root
 # 1. Bad input.
 expect_error "no such process: 999999" "$platoon" record --pid 999999 -o "$tmp/x.trace"
 expect_error "not a pid" "$platoon" record --pid 12,abc -o "$tmp/x.trace"
-expect_error "no target" "$platoon" record -o "$tmp/x.trace"
+expect_error "no target" "$platoon" exporter --listen 127.0.0.1:0
 expect_error "only one of" "$platoon" record --pid 1 --comm x -o "$tmp/x.trace"
+expect_error "only one of" "$platoon" record --all --pid 1 -o "$tmp/x.trace"
+expect_error "no such cgroup" "$platoon" record --cgroup /no/such/group -o "$tmp/x.trace"
+expect_error "does not apply" "$platoon" record --all --follow-forks -o "$tmp/x.trace"
 expect_error "bad --duration" "$platoon" record --pid 1 --duration soon -o "$tmp/x.trace"
 expect_error "not a platoon trace" "$platoon" report /etc/passwd
 expect_error "no-such-file" "$platoon" report "$tmp/no-such-file"

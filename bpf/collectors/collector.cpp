@@ -26,6 +26,7 @@
 #include "bpf/collectors/features.hpp"
 #include "bpf/collectors/map_batch.hpp"
 #include "bpf/collectors/runtime_usdt.hpp"
+#include "bpf/collectors/cgroup_members.hpp"
 #include "bpf/platoon.h"
 #include "bpf/collectors/system.hpp"
 #include "platoon.skel.h"
@@ -186,6 +187,7 @@ struct Collector::Impl {
   void seed();
   bool target(pid_t pid);
   void adopt_kernel_targets();
+  void sync_cgroup(Collector& c);
   std::vector<std::pair<platoon_pair_key, platoon_pair_value>> read_pairs() const;
   void age_pairs(const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs, uint64_t now);
   void retire(const platoon_pair_key& k, const platoon_pair_value& v);
@@ -271,7 +273,9 @@ SkelPtr load_skeleton(const CollectorOptions& o, const std::string& comm, const 
   skel->rodata->targ_events = plan->events;
   skel->rodata->targ_wakeup_bytes = std::max<uint64_t>(o.ringbuf_bytes / 4, 1);
   skel->rodata->targ_comm_set = !comm.empty();
-  skel->rodata->targ_follow_forks = o.follow_forks;
+  skel->rodata->targ_follow_forks = o.follow_forks || !o.cgroup_dir.empty();
+  skel->rodata->targ_all = o.all;
+  skel->rodata->targ_self = static_cast<__u32>(getpid());
   skel->rodata->targ_switch_state_arg = kf.switch_state_arg;
   skel->rodata->targ_cpu_slots = std::min<uint32_t>(std::max<uint32_t>(o.cpu_slots, 1), PLATOON_MAX_CPUS);
   if (!kf.switch_state_arg)
@@ -369,7 +373,8 @@ std::unique_ptr<Collector::Impl> Collector::Impl::create(const CollectorOptions&
     return fail(OpenError::no_btf, "kernel has no BTF (/sys/kernel/btf/vmlinux): use --procfs");
   for (pid_t pid : o.pids)
     if (!process_exists(pid)) return fail(OpenError::no_such_process, "no such process: " + std::to_string(pid));
-  if (o.pids.empty() && o.comm.empty()) return fail(OpenError::other, "no target: give pids or a comm");
+  if (o.pids.empty() && o.comm.empty() && !o.all && o.cgroup_dir.empty())
+    return fail(OpenError::other, "no target: give pids, a comm, a cgroup or all");
 
   auto impl = std::make_unique<Impl>();
   impl->opts = o;
@@ -430,6 +435,9 @@ std::unique_ptr<Collector> Collector::open(const CollectorOptions& opts, OpenErr
   std::unique_ptr<Collector> c(new Collector(std::move(impl)));
   Impl& im = *c->impl_;
   if (!im.comm.empty()) c->rescan_comm();  // attaches the probes of what it adds
+  if (!opts.cgroup_dir.empty()) im.sync_cgroup(*c);
+  if (opts.all && im.usdt)
+    im.notes.push_back("usdt: runtime probes are not attached in whole-machine mode (watch a pid for drain data)");
   std::vector<pid_t> watched = opts.pids;
   // Following forks covers the process tree that exists now as well as what it forks later.
   if (opts.follow_forks)
@@ -534,8 +542,47 @@ void Collector::Impl::adopt_kernel_targets() {
   }
 }
 
+bool Collector::drop_pid(pid_t tgid) {
+  Impl& im = *impl_;
+  const __u32 key = static_cast<__u32>(tgid);
+  // As target(): only the delete that succeeds clears the bit.
+  if (bpf_map_delete_elem(bpf_map__fd(im.skel->maps.targets), &key) == 0) {
+    constexpr size_t kWords = sizeof im.skel->bss->target_bits / sizeof im.skel->bss->target_bits[0];
+    if (key / 64 < kWords)
+      __atomic_fetch_sub(&im.skel->bss->target_bits[key / 64], __u64{1} << (key % 64), __ATOMIC_RELAXED);
+  } else if (!im.pids.count(tgid)) {
+    return false;
+  }
+  im.pids.erase(tgid);
+  im.usdt_exe.erase(tgid);
+  im.stats_tables.erase(tgid);
+  // Its threads leave the kernel map, so no snapshot reports them as the cgroup's any more.
+  const int fd = bpf_map__fd(im.skel->maps.stats);
+  std::vector<std::pair<__u32, platoon_thread_stats>> entries;
+  read_map(fd, &entries, 256);
+  for (const auto& [tid, v] : entries)
+    if (v.pid == key) bpf_map_delete_elem(fd, &tid);
+  return true;
+}
+
+// The --cgroup's members now: new ones become targets (a process moved in from outside; the
+// kernel followed the forks), those that left are dropped.
+void Collector::Impl::sync_cgroup(Collector& c) {
+  const std::vector<pid_t> now = cgroup_members(opts.cgroup_dir);
+  std::vector<pid_t> left;
+  for (pid_t p : pids)
+    if (!std::binary_search(now.begin(), now.end(), p)) left.push_back(p);
+  for (pid_t p : left) c.drop_pid(p);
+  for (pid_t p : now)
+    if (!pids.count(p)) c.add_pid(p);
+}
+
 void Collector::refresh() {
   rescan_comm();
+  if (!impl_->opts.cgroup_dir.empty()) {
+    impl_->adopt_kernel_targets();   // forked children, before they are checked against the group
+    impl_->sync_cgroup(*this);
+  }
   if (impl_->opts.follow_forks || !impl_->comm.empty()) impl_->adopt_kernel_targets();
   impl_->age_pairs(impl_->read_pairs(), boottime_ns());
 }

@@ -27,6 +27,12 @@ namespace platoon::bpf {
 struct CollectorOptions {
   std::vector<pid_t> pids;              // target processes (tgids)
   std::string comm;                     // and/or: processes whose name is this (now and later)
+  // Whole-machine mode: every process but platoon itself, in the kernel's own filter (the
+  // target set stays empty; `stats` and `pairs` bound what is kept, with losses counted).
+  bool all = false;
+  // A cgroup directory (cgroup_members.hpp): its processes and its descendant groups' are the
+  // targets, re-read at every refresh(); processes that left are dropped, forks followed.
+  std::string cgroup_dir;
   bool record_events = false;           // fill the ring buffer (poll_events)
   size_t ringbuf_bytes = 16u << 20;     // rounded up to a power of two pages
   bool attach_usdt = true;              // runtime probes of platoon-runtime targets
@@ -83,11 +89,15 @@ class Collector {
   // attaches the runtime probes to it and seeds its existing threads. False if it is gone.
   bool add_pid(pid_t tgid);
 
+  // Stop watching a process (it left the --cgroup): its threads leave the kernel map and the
+  // snapshots. False if it was not a target.
+  bool drop_pid(pid_t tgid);
+
   // Processes whose comm matches options.comm, found in /proc now (the exec/fork hooks catch
   // later ones in the kernel); they are added. Returns how many were new.
   size_t rescan_comm();
 
-  // Once per interval: rescan_comm(), adopt the processes the kernel added by itself (forks
+  // Once per interval: rescan_comm(), the --cgroup's members joined and left, adopt the processes the kernel added by itself (forks
   // followed, comm matches at exec) so that their runtime probes get attached, and age idle
   // pairs out of the kernel map.
   void refresh();

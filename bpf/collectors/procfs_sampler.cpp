@@ -1,4 +1,5 @@
 #include "bpf/collectors/procfs_sampler.hpp"
+#include "bpf/collectors/cgroup_members.hpp"
 #include "bpf/snapshot/clock.hpp"
 
 #include <dirent.h>
@@ -213,7 +214,10 @@ std::optional<ProcfsSampler> ProcfsSampler::open(const ProcfsTarget& target, std
   }
   std::sort(pids.begin(), pids.end());
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
-  return ProcfsSampler(std::move(pids), target.comm, std::move(proc_root), target.follow_forks);
+  ProcfsSampler s(std::move(pids), target.comm, std::move(proc_root), target.follow_forks && !target.all && target.cgroup_dir.empty());
+  s.all_ = target.all;
+  s.cgroup_dir_ = target.cgroup_dir;
+  return s;
 }
 
 ProcfsSampler::ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::string proc_root, bool follow_forks)
@@ -236,17 +240,25 @@ ProcfsSampler::ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::
 
 void ProcfsSampler::rescan_comm() {
   pids_ = fixed_pids_;
-  if (comm_.empty()) return;
-  Dir proc(opendir(proc_root_.c_str()));
-  if (!proc) return;
-  const int fd = dirfd(proc.get());
-  while (dirent* e = readdir(proc.get())) {
-    if (!all_digits(e->d_name)) continue;
-    char path[300], buf[64];
-    snprintf(path, sizeof path, "%s/comm", e->d_name);
-    std::string_view comm = trim(read_at(fd, path, buf, sizeof buf));
-    if (comm != comm_) continue;
-    if (auto pid = parse_uint<uint32_t>(e->d_name)) pids_.push_back(*pid);
+  if (all_ || !cgroup_dir_.empty()) {
+    const auto found = all_ ? bpf::all_processes(proc_root_) : bpf::cgroup_members(cgroup_dir_);
+    const auto self = static_cast<uint32_t>(getpid());
+    for (pid_t p : found)
+      if (static_cast<uint32_t>(p) != self || !all_) pids_.push_back(static_cast<uint32_t>(p));
+  }
+  if (!comm_.empty()) {
+    Dir proc(opendir(proc_root_.c_str()));
+    const int fd = proc ? dirfd(proc.get()) : -1;
+    while (proc) {
+      dirent* e = readdir(proc.get());
+      if (!e) break;
+      if (!all_digits(e->d_name)) continue;
+      char path[300], buf[64];
+      snprintf(path, sizeof path, "%s/comm", e->d_name);
+      std::string_view comm = trim(read_at(fd, path, buf, sizeof buf));
+      if (comm != comm_) continue;
+      if (auto pid = parse_uint<uint32_t>(e->d_name)) pids_.push_back(*pid);
+    }
   }
   std::sort(pids_.begin(), pids_.end());
   pids_.erase(std::unique(pids_.begin(), pids_.end()), pids_.end());

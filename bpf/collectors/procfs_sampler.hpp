@@ -40,6 +40,8 @@ struct ProcfsTarget {
   // and every descendant of those (by the parent pid in /proc/PID/stat), re-scanned each sample:
   // a child that forks and exits between two samples is not seen.
   bool follow_forks = false;
+  bool all = false;            // every process but this one, re-listed each sample
+  std::string cgroup_dir;      // every process of this cgroup and its descendants, re-read each sample
 };
 
 class ProcfsSampler {
@@ -66,7 +68,7 @@ class ProcfsSampler {
   using TaskPtr = std::unique_ptr<Task, TaskDeleter>;
 
   ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::string proc_root, bool follow_forks = false);
-  void rescan_comm();
+  void rescan_comm();          // also --all's and --cgroup's members
   void rescan_children();
   void read_process(uint32_t pid, Snapshot& out);
   bool read_task(int task_dirfd, const char* tid_name, uint32_t pid, Task& task);
@@ -77,6 +79,8 @@ class ProcfsSampler {
   std::vector<uint32_t> fixed_pids_;
   std::string comm_;
   bool follow_forks_ = false;
+  bool all_ = false;
+  std::string cgroup_dir_;
   std::string proc_root_;
   std::vector<uint32_t> pids_;
   std::vector<uint32_t> followed_;   // descendants found so far (follow_forks), sorted

@@ -80,9 +80,13 @@ class ProcfsSource final : public model::SnapshotSource {
 std::unique_ptr<model::SnapshotSource> open_procfs_source(const SourceOptions& opt, std::string& error,
                                                           std::string reason) {
   model::ProcfsTarget t;
-  for (pid_t p : opt.pids) t.pids.push_back(static_cast<uint32_t>(p));
+  // A --cgroup's members are re-read every sample: none is watched for good.
+  if (opt.cgroup_dir.empty())
+    for (pid_t p : opt.pids) t.pids.push_back(static_cast<uint32_t>(p));
   t.comm = opt.comm;
   t.follow_forks = opt.follow_forks;
+  t.all = opt.all;
+  t.cgroup_dir = opt.cgroup_dir;
   auto s = model::ProcfsSampler::open(t, &error);
   if (!s) return nullptr;
   return std::make_unique<ProcfsSource>(std::move(*s), std::move(reason));

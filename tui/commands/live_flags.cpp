@@ -7,6 +7,10 @@ namespace platoon::cli {
 void LiveFlags::add_target(CLI::App& sub) {
   sub.add_option("-p,--pid", pids, "process id(s) to watch, comma separated");
   sub.add_option("-c,--comm", comm, "watch every process with this name, also ones started later");
+  sub.add_option("--cgroup", cgroup,
+                 "watch every process of this cgroup (a container: its directory, or its path as /proc/PID/cgroup "
+                 "shows it) and of its child groups, also ones that join later");
+  sub.add_flag("-a,--all", all, "watch every process on the machine (platoon itself excepted)");
   sub.add_flag("--follow-forks", follow, "also watch processes the targets fork (default for -- CMD)");
   sub.add_flag("--no-follow-forks", no_follow, "watch only the targets themselves");
   sub.add_option("--kill-after", kill_after,
@@ -76,15 +80,22 @@ bool resolve_maps(const LiveFlags& f, LiveOptions& live, std::string& error) {
 
 }  // namespace
 
-bool LiveFlags::resolve(const std::vector<std::string>& command, LiveOptions& live, std::string& error) const {
+bool LiveFlags::resolve(const std::vector<std::string>& command, LiveOptions& live, std::string& error,
+                        bool whole_machine) const {
   if (!pids.empty() && !parse_pid_list(pids, live.target.pids, error)) return false;
   live.target.comm = comm;
   live.target.command = command;
+  live.target.cgroup = cgroup;
+  live.target.all = all || (whole_machine && !names_target(command));
   if (follow && no_follow) {
     error = "give only one of --follow-forks and --no-follow-forks";
     return false;
   }
   if (follow || no_follow) live.follow_forks = follow;
+  if (live.target.all && (follow || no_follow)) {
+    error = "--all watches every process already: --follow-forks does not apply";
+    return false;
+  }
   if (!resolve_lifetime(*this, command, live, error) || !resolve_maps(*this, live, error)) return false;
   live.usdt = !no_usdt;
   return validate_target(live.target, error);

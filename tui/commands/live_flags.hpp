@@ -16,14 +16,14 @@ class App;
 namespace platoon::cli {
 
 struct LiveFlags {
-  std::string pids, comm, kill_after, pair_idle;
+  std::string pids, comm, cgroup, kill_after, pair_idle;
   uint32_t threads_max = 0, pairs_max = 0;
-  bool follow = false, no_follow = false, keep_running = false, no_usdt = false;
+  bool follow = false, no_follow = false, keep_running = false, no_usdt = false, all = false;
   // --no-bpf-stats: LiveOptions has no field for it, so the command passes it to
   // LiveSession::Setup::bpf_stats itself (bpf_stats()).
   bool no_bpf_stats = false;
 
-  // --pid, --comm, --follow-forks, --kill-after, --keep-running and the "Maps" group.
+  // --pid, --comm, --cgroup, --all, --follow-forks, --kill-after, --keep-running and the "Maps" group.
   void add_target(CLI::App& sub);
   // --procfs and --no-usdt take a help text each: what the command loses without BPF differs.
   void add_procfs(CLI::App& sub, LiveOptions& live, const std::string& help);
@@ -36,10 +36,12 @@ struct LiveFlags {
   bool bpf_stats() const { return !no_bpf_stats; }
 
   bool names_target(const std::vector<std::string>& command) const {
-    return !pids.empty() || !comm.empty() || !command.empty();
+    return !pids.empty() || !comm.empty() || !command.empty() || all || !cgroup.empty();
   }
-  // Fills `live` from the flags and `-- CMD`; false with a one-line message.
-  bool resolve(const std::vector<std::string>& command, LiveOptions& live, std::string& error) const;
+  // Fills `live` from the flags and `-- CMD`; false with a one-line message. With
+  // whole_machine, naming no target means --all (top and record, like htop and perf record -a).
+  bool resolve(const std::vector<std::string>& command, LiveOptions& live, std::string& error,
+               bool whole_machine = false) const;
 };
 
 }  // namespace platoon::cli

@@ -21,6 +21,8 @@ bpf::SourceOptions source_options(const LiveOptions& opt, const std::vector<pid_
   bpf::SourceOptions so;
   so.pids = pids;
   so.comm = opt.target.comm;
+  so.all = opt.target.all;
+  so.cgroup_dir = opt.target.cgroup_dir;
   so.follow_forks = opt.follows_forks();
   so.procfs = opt.procfs;
   so.record_events = setup.record_events;
@@ -108,6 +110,7 @@ std::string LiveSession::command_status() {
 
 std::vector<pid_t> LiveSession::newly_gone() {
   std::vector<pid_t> out;
+  if (!opt_.target.cgroup.empty()) return out;   // members come and go: the source follows them
   for (pid_t p : pids_) {
     if (gone_.count(p) || (child_ && p == child_->pid()) || process_alive(p)) continue;
     gone_.insert(p);
@@ -123,7 +126,7 @@ std::string LiveSession::targets_gone() {
     const std::string status = command_status();
     return status.empty() ? std::string() : "command " + status;
   }
-  if (!opt_.target.comm.empty()) return {};
+  if (!opt_.target.comm.empty() || opt_.target.all || !opt_.target.cgroup.empty()) return {};
   for (pid_t p : pids_)
     if (process_alive(p)) return {};
   return pids_.size() == 1 ? "target exited" : "all targets exited";

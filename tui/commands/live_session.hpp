@@ -63,7 +63,8 @@ class LiveSession {
   // Given pids (never the command) that are gone since the last call, each reported once.
   std::vector<pid_t> newly_gone();
   // What ended the watch: "command exited with status N", "target exited", "all targets
-  // exited"; empty while any target is alive, and always with --comm (new ones may come).
+  // exited"; empty while any target is alive, and always with --comm, --cgroup and --all
+  // (new ones may come).
   std::string targets_gone();
   // Ends the command now (SIGTERM to its group, SIGKILL after --kill-after) unless it has
   // exited or --keep-running; the destructor does the same.

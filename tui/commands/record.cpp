@@ -262,7 +262,7 @@ CommandRun add_record(CLI::App& sub) {
   return [f](const std::vector<std::string>& command) {
     RecordOptions& o = f->opt;
     std::string error;
-    if (!f->live.resolve(command, o.live, error)) return usage_error("record", error);
+    if (!f->live.resolve(command, o.live, error, true)) return usage_error("record", error);
     if (!f->duration.empty() && (!parse_seconds(f->duration, o.duration_s) || o.duration_s <= 0))
       return usage_error("record", "bad --duration '" + f->duration + "'");
     if (!parse_seconds(f->interval, o.interval_s) || o.interval_s < 0.01 || o.interval_s > 3600)

@@ -1,5 +1,7 @@
 #include "tui/commands/target.hpp"
 
+#include "bpf/collectors/cgroup_members.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -22,6 +24,10 @@ std::string TargetSpec::describe() const {
     for (size_t i = 0; i < pids.size(); ++i) out << (i ? "," : "") << pids[i];
   } else if (!comm.empty()) {
     out << "comm " << comm;
+  } else if (!cgroup.empty()) {
+    out << "cgroup " << cgroup;
+  } else if (all) {
+    out << kAllProcesses;
   } else {
     out << "command";
     for (const auto& a : command) out << ' ' << a;
@@ -59,12 +65,16 @@ bool process_alive(pid_t pid) {
          line[close + 2] != 'X';
 }
 
-bool validate_target(const TargetSpec& spec, std::string& error) {
-  const int given = !spec.pids.empty() + !spec.comm.empty() + !spec.command.empty();
+bool validate_target(TargetSpec& spec, std::string& error) {
+  const int given = !spec.pids.empty() + !spec.comm.empty() + !spec.command.empty() + spec.all + !spec.cgroup.empty();
   if (given != 1) {
-    error = given == 0 ? "no target: give --pid P[,P..], --comm NAME or -- CMD ARGS.."
-                       : "give only one of --pid, --comm and -- CMD";
+    error = given == 0 ? "no target: give --pid P[,P..], --comm NAME, --cgroup PATH, --all or -- CMD ARGS.."
+                       : "give only one of --pid, --comm, --cgroup, --all and -- CMD";
     return false;
+  }
+  if (!spec.cgroup.empty()) {
+    spec.cgroup_dir = bpf::resolve_cgroup_dir(spec.cgroup, error);
+    if (spec.cgroup_dir.empty()) return false;
   }
   for (pid_t p : spec.pids) {
     if (!process_alive(p)) {
@@ -216,6 +226,7 @@ void LaunchedCommand::end_command() {
 bool start_live_target(const TargetSpec& spec, const CommandLifetime& lifetime, LiveTarget& out,
                        std::string& error) {
   out.pids = spec.pids;
+  if (!spec.cgroup_dir.empty()) out.pids = bpf::cgroup_members(spec.cgroup_dir);  // now; the source follows it
   if (spec.command.empty()) return true;
   auto child = LaunchedCommand::start(spec.command, lifetime, error);
   if (!child) return false;

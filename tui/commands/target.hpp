@@ -1,5 +1,6 @@
-// What the user asked to watch: --pid P[,P..], --comm NAME or -- CMD ARGS.. . A command is
-// started stopped (before exec) so that the collector is attached before its first instruction.
+// What the user asked to watch: --pid P[,P..], --comm NAME, --cgroup PATH, --all (the whole
+// machine) or -- CMD ARGS.. . A command is started stopped (before exec) so that the collector
+// is attached before its first instruction.
 #pragma once
 
 #include <sys/types.h>
@@ -11,18 +12,25 @@
 
 namespace platoon::cli {
 
+// How describe() names the whole machine (a recording's meta.target; top --replay opens such a
+// recording on its process view).
+inline constexpr const char* kAllProcesses = "all processes";
+
 struct TargetSpec {
   std::vector<pid_t> pids;
   std::string comm;
   std::vector<std::string> command;
-  std::string describe() const;  // "pid 12,13" / "comm nginx" / "command ./x -y"
+  bool all = false;              // every process on the machine but platoon
+  std::string cgroup;            // as given; its directory in cgroup_dir (validate_target)
+  std::string cgroup_dir;
+  std::string describe() const;  // "pid 12,13" / "comm nginx" / "cgroup /x" / "all processes" / "command ./x -y"
 };
 
 // Parses "12,13,14"; false with a message on anything else.
 bool parse_pid_list(const std::string& text, std::vector<pid_t>& out, std::string& error);
 
-// Exactly one of the three must be given, and each pid must exist.
-bool validate_target(const TargetSpec& spec, std::string& error);
+// Exactly one must be given, each pid must exist and the cgroup be found (cgroup_dir is set).
+bool validate_target(TargetSpec& spec, std::string& error);
 
 // What becomes of a `-- CMD` when platoon ends for any reason but the command's own exit
 // (duration, a signal, a write error, a crash): its process group gets SIGTERM, then SIGKILL

@@ -357,7 +357,7 @@ CommandRun add_top(CLI::App& sub) {
     std::string error;
     if (!o.replay.empty()) {
       if (f->live.names_target(command)) return usage_error("top", "--replay takes no --pid, --comm or -- CMD");
-    } else if (!f->live.resolve(command, o.live, error)) {
+    } else if (!f->live.resolve(command, o.live, error, true)) {
       return usage_error("top", error);
     }
     if (!parse_seconds(f->interval, o.interval_s) || o.interval_s < 0.25 || o.interval_s > 3600)
