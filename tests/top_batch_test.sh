@@ -15,7 +15,9 @@ top_error --pid 1 --interval soon
 top_error --replay /etc/passwd
 top_error --replay "$tmp/missing.trace"
 top_error --replay /etc/passwd --pid 1
-top_error --batch
+# No target is the whole machine now (top_machine_tui_test); two targets are a usage error.
+top_error --batch --all --pid 1
+top_error --batch --cgroup /no/such/group
 
 start_mock
 start_server --carriers 2

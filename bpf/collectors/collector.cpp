@@ -18,8 +18,7 @@
 #include <utility>
 #include <map>
 #include <mutex>
-#include <set>
-#include <tuple>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -27,6 +26,7 @@
 #include "bpf/collectors/map_batch.hpp"
 #include "bpf/collectors/runtime_usdt.hpp"
 #include "bpf/collectors/cgroup_members.hpp"
+#include "bpf/collectors/pair_ledger.hpp"
 #include "bpf/platoon.h"
 #include "bpf/collectors/system.hpp"
 #include "platoon.skel.h"
@@ -126,14 +126,6 @@ constexpr const char* kNeedRoot = "BPF needs root or CAP_BPF+CAP_PERFMON: run as
 // No attempt will do better: the kernel refuses us, not the programs.
 bool permission_denied(int err) { return err == -EPERM || (err == -EACCES && geteuid() != 0); }
 
-using PairId = std::tuple<__u32, __u32, __u32>;  // tid, other, kind
-PairId pair_id(const platoon_pair_key& k) { return {k.tid, k.other, k.kind}; }
-
-// Pairs aged out of the kernel map whose thread is alive, kept with their identity up to this
-// many times the map's size; beyond it a thread's further retirees are folded into one
-// "[aged]" pair per kind (other = kAgedOther), so user space stays bounded too.
-constexpr size_t kRetiredPerMapEntry = 4;
-constexpr __u32 kAgedOther = 0xffffffffu;
 
 }  // namespace
 
@@ -154,13 +146,7 @@ struct Collector::Impl {
   std::unordered_map<pid_t, std::string> usdt_exe;  // pid -> executable its probes were looked up in
   std::map<pid_t, std::unique_ptr<RuntimeStatsReader>> stats_tables;  // runtimes that keep their own drain counts
   MachineContext context;                 // per-CPU times and the threads' CPU cgroups
-  // Pair aging: counts as last read, and since when they have not changed.
-  struct Track {
-    __u64 count = 0, ns = 0;
-    uint64_t since_ns = 0;
-  };
-  std::map<PairId, Track> track;
-  std::map<PairId, platoon_pair_value> retired;   // aged out of the kernel map, thread alive
+  std::optional<PairLedger> pairs;        // the pairs map and what aged out of it
 
   static int on_record(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Impl*>(ctx);
@@ -178,9 +164,7 @@ struct Collector::Impl {
   static std::unique_ptr<Impl> create(const CollectorOptions& o, OpenFailure* f);
   bool attach(bool events, OpenFailure* f);
   // snapshot(): the steps after the threads.
-  void append_pairs(model::Snapshot& snap, const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs) const;
-  void forget_exited(const std::unordered_set<__u32>& exited,
-                     const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs);
+  void forget_exited(const std::unordered_set<__u32>& exited, const KernelPairs& kernel_pairs);
   void read_losses(model::Snapshot& snap) const;
 
   void attach_usdt(pid_t pid);
@@ -188,9 +172,6 @@ struct Collector::Impl {
   bool target(pid_t pid);
   void adopt_kernel_targets();
   void sync_cgroup(Collector& c);
-  std::vector<std::pair<platoon_pair_key, platoon_pair_value>> read_pairs() const;
-  void age_pairs(const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs, uint64_t now);
-  void retire(const platoon_pair_key& k, const platoon_pair_value& v);
 };
 
 namespace {
@@ -400,6 +381,7 @@ std::unique_ptr<Collector::Impl> Collector::Impl::create(const CollectorOptions&
   impl->usdt = loaded.plan.usdt;
   impl->skel = std::move(loaded.skel);
   impl->raw_tp = loaded.attempt.raw_tp;
+  impl->pairs.emplace(bpf_map__fd(impl->skel->maps.pairs), o.pairs_max, o.pair_idle_s);
   if (!impl->attach(loaded.plan.events, f)) return nullptr;
   return impl;
 }
@@ -584,59 +566,10 @@ void Collector::refresh() {
     impl_->sync_cgroup(*this);
   }
   if (impl_->opts.follow_forks || !impl_->comm.empty()) impl_->adopt_kernel_targets();
-  impl_->age_pairs(impl_->read_pairs(), boottime_ns());
+  impl_->pairs->age(impl_->pairs->read(), boottime_ns());
 }
 
-std::vector<std::pair<platoon_pair_key, platoon_pair_value>> Collector::Impl::read_pairs() const {
-  std::vector<std::pair<platoon_pair_key, platoon_pair_value>> out;
-  read_map(bpf_map__fd(skel->maps.pairs), &out);
-  return out;
-}
-
-void Collector::Impl::retire(const platoon_pair_key& k, const platoon_pair_value& v) {
-  auto it = retired.find(pair_id(k));
-  if (it == retired.end() && retired.size() >= kRetiredPerMapEntry * std::max<size_t>(opts.pairs_max, 1)) {
-    platoon_pair_value aged{};
-    std::memcpy(aged.other_comm, "[aged]", sizeof "[aged]");
-    it = retired.emplace(PairId{k.tid, kAgedOther, k.kind}, aged).first;
-  } else if (it == retired.end()) {
-    platoon_pair_value base = v;
-    base.count = base.ns = 0;
-    it = retired.emplace(pair_id(k), base).first;
-  }
-  it->second.count += v.count;
-  it->second.ns += v.ns;
-}
-
-// Pairs whose counts stayed the same for pair_idle_s leave the kernel map; what they counted
-// moves to `retired` and keeps being reported. lookup_and_delete (5.14+ for hashes) takes the
-// value and the entry at once, so an add that lands in between is not lost; without it a
-// plain delete after the read loses at most such an add.
-void Collector::Impl::age_pairs(const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs,
-                                uint64_t now) {
-  if (opts.pair_idle_s <= 0) return;
-  const uint64_t idle_ns = static_cast<uint64_t>(opts.pair_idle_s * 1e9);
-  const int fd = bpf_map__fd(skel->maps.pairs);
-  std::map<PairId, Track> seen;
-  for (const auto& [k, v] : pairs) {
-    Track t{v.count, v.ns, now};
-    auto it = track.find(pair_id(k));
-    if (it != track.end() && it->second.count == v.count && it->second.ns == v.ns) t.since_ns = it->second.since_ns;
-    if (now - t.since_ns < idle_ns) {
-      seen.emplace(pair_id(k), t);
-      continue;
-    }
-    platoon_pair_value last;
-    if (bpf_map_lookup_and_delete_elem(fd, &k, &last) == 0) {
-      retire(k, last);
-    } else if (bpf_map_delete_elem(fd, &k) == 0) {
-      retire(k, v);
-    }
-  }
-  track = std::move(seen);
-}
-
-size_t Collector::pairs_in_kernel() const { return impl_->read_pairs().size(); }
+size_t Collector::pairs_in_kernel() const { return impl_->pairs->read().size(); }
 
 uint32_t Collector::fields() const { return impl_->fields; }
 
@@ -679,8 +612,13 @@ model::ThreadSample thread_sample(const platoon_thread_stats& v, uint64_t now, i
   t.cpu_overflow = v.cpu_overflow;
   // The interval in progress counts up to now, so a thread that never switches (a spinner
   // alone on its CPU) still shows its time. The copy may be torn against a concurrent
-  // update; the start <= now check keeps a torn read from adding garbage.
-  if (!t.exited && v.on_cpu && v.run_start_ns && v.run_start_ns <= now) t.run_ns += now - v.run_start_ns;
+  // update; the start <= now check keeps a torn read from adding garbage. Some switches away
+  // never reach the tracepoint (seen here for a few tasks of the VM's agent: their switch-ins
+  // arrive, their switch-outs do not; bpftrace sees the same), which would leave on_cpu set
+  // while the thread sleeps: an open run is only counted for a thread /proc says is running.
+  if (!t.exited && v.on_cpu && v.run_start_ns && v.run_start_ns <= now &&
+      thread_running(static_cast<pid_t>(v.pid), static_cast<pid_t>(v.tid)))
+    t.run_ns += now - v.run_start_ns;
   if (!t.exited && v.runnable && v.wait_start_ns && v.wait_start_ns <= now) {
     const uint64_t waiting = now - v.wait_start_ns;
     t.wait_ns += waiting;
@@ -696,40 +634,10 @@ model::ThreadSample thread_sample(const platoon_thread_stats& v, uint64_t now, i
 
 }  // namespace
 
-// Kernel pairs plus what aged out of the map for the same key (or was folded into "[aged]").
-void Collector::Impl::append_pairs(model::Snapshot& snap,
-                                   const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs) const {
-  snap.pairs.reserve(pairs.size() + retired.size());
-  auto emit = [&](__u32 tid, __u32 other, __u32 kind, const platoon_pair_value& v, const platoon_pair_value* more) {
-    model::PairSample p;
-    p.tid = tid;
-    p.kind = static_cast<model::PairKind>(kind);
-    p.other_tid = other;
-    p.other_pid = v.other_pid;
-    p.other_comm.assign(v.other_comm, strnlen(v.other_comm, sizeof v.other_comm));
-    p.count = v.count + (more ? more->count : 0);
-    p.ns = v.ns + (more ? more->ns : 0);
-    snap.pairs.push_back(std::move(p));
-  };
-  std::set<PairId> in_kernel;
-  for (const auto& [k, v] : pairs) {
-    auto r = retired.find(pair_id(k));
-    emit(k.tid, k.other, k.kind, v, r == retired.end() ? nullptr : &r->second);
-    in_kernel.insert(pair_id(k));
-  }
-  for (const auto& [id, v] : retired)
-    if (!in_kernel.count(id)) emit(std::get<0>(id), std::get<1>(id), std::get<2>(id), v, nullptr);
-}
-
 // Exited threads have now been reported: their entries (and pairs, here and aged) go.
-void Collector::Impl::forget_exited(const std::unordered_set<__u32>& exited,
-                                    const std::vector<std::pair<platoon_pair_key, platoon_pair_value>>& pairs) {
+void Collector::Impl::forget_exited(const std::unordered_set<__u32>& exited, const KernelPairs& kernel_pairs) {
   for (__u32 tid : exited) bpf_map_delete_elem(bpf_map__fd(skel->maps.stats), &tid);
-  if (exited.empty()) return;
-  for (const auto& [k, v] : pairs)
-    if (exited.count(k.tid)) bpf_map_delete_elem(bpf_map__fd(skel->maps.pairs), &k);
-  for (auto it = retired.begin(); it != retired.end();)
-    it = exited.count(std::get<0>(it->first)) ? retired.erase(it) : std::next(it);
+  pairs->forget(exited, kernel_pairs);
 }
 
 // Losses: the per-CPU drop counters, summed over CPUs except the ring buffer's (per CPU).
@@ -758,7 +666,7 @@ model::Snapshot Collector::snapshot() {
 
   // Copy every entry first, then take the clock: every in-flight start is then <= now.
   const std::vector<platoon_thread_stats> values = read_stats(bpf_map__fd(impl_->skel->maps.stats));
-  const std::vector<std::pair<platoon_pair_key, platoon_pair_value>> pair_values = impl_->read_pairs();
+  const KernelPairs pair_values = impl_->pairs->read();
   const uint64_t now = boottime_ns();
   snap.ts_ns = now;
 
@@ -773,9 +681,9 @@ model::Snapshot Collector::snapshot() {
             [](const model::ThreadSample& a, const model::ThreadSample& b) { return a.tid < b.tid; });
 
   for (auto& [pid, table] : impl_->stats_tables) table->fill(snap.threads);
-  impl_->append_pairs(snap, pair_values);
+  impl_->pairs->append(snap, pair_values);
   impl_->forget_exited(exited, pair_values);
-  impl_->age_pairs(pair_values, now);
+  impl_->pairs->age(pair_values, now);
   impl_->read_losses(snap);
   impl_->context.fill(snap);
   return snap;

@@ -54,6 +54,14 @@ std::string thread_comm(pid_t pid, pid_t tid) {
   return read_first_line("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/comm");
 }
 
+bool thread_running(pid_t pid, pid_t tid) {
+  const std::string line = read_first_line("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat");
+  // The state follows the parenthesised comm, which may itself hold ") ".
+  const auto close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return true;
+  return line[close + 2] == 'R';
+}
+
 std::string exe_path(pid_t pid) {
   char buf[4096];
   const std::string link = "/proc/" + std::to_string(pid) + "/exe";

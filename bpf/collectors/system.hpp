@@ -17,6 +17,9 @@ bool process_exists(pid_t pid);
 // First line of a small /proc file without the newline; "" when unreadable.
 std::string read_first_line(const std::string& path);
 std::string thread_comm(pid_t pid, pid_t tid);   // /proc/PID/task/TID/comm
+// Whether /proc/PID/task/TID/stat's state is R (running or runnable). True when unreadable: a
+// thread that is gone or hidden gets the benefit of the doubt.
+bool thread_running(pid_t pid, pid_t tid);
 std::string exe_path(pid_t pid);                 // readlink /proc/PID/exe, "" if unknown
 // Processes (tgids) whose /proc/PID/comm equals `comm` (already truncated to 15 chars).
 std::vector<pid_t> pids_with_comm(const std::string& comm);
