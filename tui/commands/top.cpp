@@ -249,6 +249,7 @@ int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, boo
   Top top(opt, Feed{.source = session->source(), .session = session.get()}, std::move(screen));
   model::TopState& st = top.state();
   show_only(st, shown);
+  st.set_machine_wide(opt.live.target.all);   // opens on the processes, ranked by %wait
   st.set_interval(opt.interval_s);
   st.target = opt.live.target.describe();
   st.source_line = session->source_line();
@@ -303,6 +304,7 @@ int run_replay(const TopOptions& opt, const std::vector<model::Column>& shown, b
   st.replay().count = windows;
   st.set_interval(static_cast<double>(interval_ns) / 1e9);
   describe_replay(st, opt.replay, *replay, warnings);
+  st.set_machine_wide(c.meta.target == kAllProcesses);   // a recording of the whole machine
   top.run();
   return top.finish();
 }

@@ -9,7 +9,8 @@ namespace {
 
 constexpr int kEsc = 27;
 // Keys follow htop and tokio-console: arrows or j/k, h/l or </> to move the sort column, i to
-// invert it, / to filter, space to pause.
+// invert it, / to filter, space to pause. Enter goes one level down (process → its threads →
+// a thread's detail; the process level only in whole-machine mode), Esc one level up.
 const std::array<Binding, 21> kBindings{{
     {{KEY_UP, 'k', 0}, "Up k", Action::up, "select the previous thread", false},
     {{KEY_DOWN, 'j', 0}, "Down j", Action::down, "select the next thread", false},
@@ -17,8 +18,8 @@ const std::array<Binding, 21> kBindings{{
     {{KEY_NPAGE, 0, 0}, "PgDn", Action::page_down, "one page down", false},
     {{KEY_HOME, 'g', 0}, "Home g", Action::home, "first thread", false},
     {{KEY_END, 'G', 0}, "End G", Action::end, "last thread", false},
-    {{'\n', KEY_ENTER, '\r'}, "Enter", Action::open, "thread detail: histograms, CPUs, preemptors, wakers, history", false},
-    {{kEsc, 0, 0}, "Esc", Action::back, "back to the table (or clear the filter)", false},
+    {{'\n', KEY_ENTER, '\r'}, "Enter", Action::open, "a process's threads, or a thread's detail (histograms, CPUs, peers)", false},
+    {{kEsc, 0, 0}, "Esc", Action::back, "back one level (or clear the filter)", false},
     {{'<', 'h', KEY_LEFT}, "< h Left", Action::sort_left, "sort by the column to the left", false},
     {{'>', 'l', KEY_RIGHT}, "> l Right", Action::sort_right, "sort by the column to the right", false},
     {{'i', 0, 0}, "i", Action::sort_invert, "invert the sort order", false},

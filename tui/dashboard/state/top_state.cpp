@@ -26,6 +26,29 @@ void push_bounded(std::deque<T>& d, T v, size_t n) {
 
 constexpr std::array<double, 8> kIntervals{0.25, 0.5, 1, 2, 3, 5, 10, 30};
 
+// The first row to draw so that row `sel` of n shows in a page of `height` rows, moving
+// `scroll` as little as possible (both tables).
+size_t keep_visible(size_t& scroll, int sel, size_t n, size_t height) {
+  if (height == 0 || n == 0) return scroll = 0;
+  if (sel >= 0) {
+    const auto s = static_cast<size_t>(sel);
+    if (s < scroll) scroll = s;
+    if (s >= scroll + height) scroll = s + 1 - height;
+  }
+  if (scroll + height > n) scroll = n > height ? n - height : 0;
+  return scroll;
+}
+
+// The row `delta` away from `current` (INT_MIN/INT_MAX: the ends), clamped to [0, n).
+size_t step_row(int current, int delta, size_t n) {
+  const long last = static_cast<long>(n) - 1;
+  long i = current;
+  if (delta == INT_MIN) i = 0;
+  else if (delta == INT_MAX) i = last;
+  else i = std::clamp(i + delta, 0L, last);
+  return static_cast<size_t>(i);
+}
+
 }  // namespace
 
 std::span<const ColumnInfo> columns() {
@@ -47,10 +70,56 @@ double sort_value(Column c, const ThreadWindow& t, const Window& w) {
   return info.metric->value(w, t).value_or(0);
 }
 
+std::span<const ProcessColumnInfo> process_columns() {
+  static const std::vector<ProcessColumnInfo> table = [] {
+    std::vector<ProcessColumnInfo> v{
+        {ProcColumn::pid, "PID", 7, false, false, 1, "process id", nullptr, Column::tid},
+        {ProcColumn::command, "COMMAND", 15, true, false, 1, "process name (its main thread's comm)", nullptr,
+         Column::name},
+        {ProcColumn::threads, "THR", 4, false, true, 5, "threads of the process in this interval", nullptr,
+         Column::tid},
+    };
+    for (const auto& c : columns())
+      if (c.metric->process && c.sortable)
+        v.push_back({static_cast<ProcColumn>(v.size()), c.title, c.width, c.left, c.default_desc, c.priority, c.help,
+                     c.metric, c.id});
+    return v;
+  }();
+  return table;
+}
+
+const ProcessColumnInfo& process_column_info(ProcColumn c) { return process_columns()[static_cast<size_t>(c)]; }
+
+std::optional<ProcColumn> process_column_of(Column c) {
+  for (const auto& p : process_columns())
+    if (p.metric && p.column == c) return p.id;
+  return std::nullopt;
+}
+
+double process_sort_value(ProcColumn c, const ProcessWindow& p, const Window& w) {
+  switch (c) {
+    case ProcColumn::pid: return p.pid;
+    case ProcColumn::command: return 0;
+    case ProcColumn::threads: return p.threads;
+  }
+  return process_value_of(*process_column_info(c).metric, w, p).value_or(0);
+}
+
 uint32_t needed_fields(std::span<const Column> cols) {
   std::vector<const Metric*> shown;
   for (Column c : cols) shown.push_back(column_info(c).metric);
   return needed_fields(shown);
+}
+
+TopState::TopState(size_t history_len)
+    : history_len_(history_len), process_sort_(*process_column_of(Column::wait)) {
+  process_desc_ = process_column_info(process_sort_).default_desc;
+}
+
+void TopState::set_machine_wide(bool on) {
+  machine_wide_ = on;
+  view_ = back_ = on ? ViewMode::processes : ViewMode::table;
+  open_pid_.reset();
 }
 
 void TopState::push(Window w) {
@@ -84,7 +153,7 @@ std::vector<const ThreadWindow*> TopState::rows() const {
   std::vector<const ThreadWindow*> out;
   out.reserve(window_.threads.size());
   for (const auto& t : window_.threads)
-    if (icontains(t.comm, filter_)) out.push_back(&t);
+    if ((!open_pid_ || t.pid == *open_pid_) && icontains(t.comm, filter_)) out.push_back(&t);
   const Column c = sort_;
   const bool desc = desc_;
   // Ties fall back to tid so that equal rows keep a stable order between refreshes.
@@ -117,27 +186,75 @@ const ThreadWindow* TopState::selected() const {
 }
 
 void TopState::move_selection(int delta) {
+  if (on_processes()) {
+    const auto r = process_rows();
+    if (!r.empty()) process_selection_ = r[step_row(selected_process_index(), delta, r.size())]->pid;
+    return;
+  }
   const auto r = rows();
   if (r.empty()) return;
-  const long last = static_cast<long>(r.size()) - 1;
-  long i = selected_index();
-  if (delta == INT_MIN) i = 0;
-  else if (delta == INT_MAX) i = last;
-  else i = std::clamp(i + delta, 0L, last);
-  selection_ = key_of(*r[static_cast<size_t>(i)]);
+  selection_ = key_of(*r[step_row(selected_index(), delta, r.size())]);
 }
 
-size_t TopState::scroll_for(size_t height) {
-  const int sel = selected_index();
-  const size_t n = rows().size();
-  if (height == 0 || n == 0) return scroll_ = 0;
-  if (sel >= 0) {
-    const auto s = static_cast<size_t>(sel);
-    if (s < scroll_) scroll_ = s;
-    if (s >= scroll_ + height) scroll_ = s + 1 - height;
+size_t TopState::scroll_for(size_t height) { return keep_visible(scroll_, selected_index(), rows().size(), height); }
+
+std::vector<const ProcessWindow*> TopState::process_rows() const {
+  std::vector<const ProcessWindow*> out;
+  out.reserve(window_.processes.size());
+  for (const auto& p : window_.processes)
+    if (icontains(p.comm, filter_)) out.push_back(&p);
+  const ProcColumn c = process_sort_;
+  const bool desc = process_desc_;
+  const Window& w = window_;
+  std::stable_sort(out.begin(), out.end(), [c, desc, &w](const ProcessWindow* a, const ProcessWindow* b) {
+    if (c == ProcColumn::command && a->comm != b->comm) return desc ? a->comm > b->comm : a->comm < b->comm;
+    if (c != ProcColumn::command) {
+      const double va = process_sort_value(c, *a, w), vb = process_sort_value(c, *b, w);
+      if (va != vb) return desc ? va > vb : va < vb;
+    }
+    return a->pid < b->pid;
+  });
+  return out;
+}
+
+int TopState::selected_process_index() const {
+  const auto r = process_rows();
+  if (r.empty()) return -1;
+  if (process_selection_) {
+    for (size_t i = 0; i < r.size(); ++i)
+      if (r[i]->pid == *process_selection_) return static_cast<int>(i);
   }
-  if (scroll_ + height > n) scroll_ = n > height ? n - height : 0;
-  return scroll_;
+  return 0;  // gone or filtered out: the top row stands in
+}
+
+const ProcessWindow* TopState::selected_process() const {
+  const auto r = process_rows();
+  const int i = selected_process_index();
+  return i < 0 ? nullptr : r[static_cast<size_t>(i)];
+}
+
+size_t TopState::process_scroll_for(size_t height) {
+  return keep_visible(process_scroll_, selected_process_index(), process_rows().size(), height);
+}
+
+void TopState::open_process() {
+  const ProcessWindow* p = selected_process();
+  if (!p) return;
+  process_selection_ = p->pid;  // the row that stood in is the one Esc comes back to
+  open_pid_ = p->pid;
+  // The process filter named processes; the threads get a filter of their own.
+  process_filter_ = std::move(filter_);
+  filter_.clear();
+  selection_.reset();
+  scroll_ = 0;
+  view_ = ViewMode::table;
+}
+
+const ProcessWindow* TopState::opened_process() const {
+  if (!open_pid_) return nullptr;
+  for (const auto& p : window_.processes)
+    if (p.pid == *open_pid_) return &p;
+  return nullptr;
 }
 
 void TopState::set_sort(Column c) {
@@ -145,7 +262,30 @@ void TopState::set_sort(Column c) {
   desc_ = column_info(c).default_desc;
 }
 
+void TopState::set_process_sort(ProcColumn c) {
+  process_sort_ = c;
+  process_desc_ = process_column_info(c).default_desc;
+}
+
+void TopState::invert_sort() {
+  if (on_processes()) process_desc_ = !process_desc_;
+  else desc_ = !desc_;
+}
+
 void TopState::sort_step(int delta) {
+  if (on_processes()) {
+    const auto cols = process_columns();
+    const int n = static_cast<int>(cols.size());
+    int i = static_cast<int>(process_sort_);
+    for (int tries = 0; tries < n; ++tries) {
+      i = ((i + delta) % n + n) % n;
+      if (process_column_shown(cols[static_cast<size_t>(i)].id)) {
+        set_process_sort(cols[static_cast<size_t>(i)].id);
+        return;
+      }
+    }
+    return;
+  }
   const auto cols = columns();
   const int n = static_cast<int>(cols.size());
   int i = static_cast<int>(sort_);
@@ -169,10 +309,29 @@ void TopState::show_column(Column c, bool on) {
   shown_[static_cast<size_t>(c)] = on;
 }
 
+bool TopState::process_column_shown(ProcColumn c) const {
+  const auto& info = process_column_info(c);
+  return !info.metric || column_shown(info.column);
+}
+
+void TopState::open_detail() {
+  if (on_processes()) open_process();
+  else if (selected()) view_ = ViewMode::detail;
+}
+
 void TopState::back() {
-  if (view_ == ViewMode::help) view_ = back_;
-  else if (view_ == ViewMode::detail) view_ = ViewMode::table;
-  else filter_.clear();
+  if (view_ == ViewMode::help) {
+    view_ = back_;
+  } else if (view_ == ViewMode::detail) {
+    view_ = ViewMode::table;
+  } else if (view_ == ViewMode::table && open_pid_) {
+    open_pid_.reset();
+    filter_ = std::move(process_filter_);
+    process_filter_.clear();
+    view_ = ViewMode::processes;
+  } else {
+    filter_.clear();
+  }
 }
 
 void TopState::interval_step(int delta) {

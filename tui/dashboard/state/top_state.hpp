@@ -2,7 +2,9 @@
 // thread's recent intervals (for sparklines and the detail graphs), the column table (from the
 // metric catalog) and which columns are shown, sort column and direction, the name filter, the
 // selection (kept by thread identity, so it stays on the same thread while rows re-sort), pause,
-// the view on screen and the replay position.
+// the view on screen and the replay position. In whole-machine mode (`top --all`) it also ranks
+// the window's processes (the process view, one level above the threads: Enter opens a process's
+// threads, Esc comes back), with their own sort and a selection kept by pid.
 // Views only read it; tui/commands/top.cpp changes it from key actions and new windows.
 #pragma once
 
@@ -49,6 +51,30 @@ double sort_value(Column c, const ThreadWindow& t, const Window& w = {});
 // The Field bits the given columns need (catalog needed_fields over their metrics).
 uint32_t needed_fields(std::span<const Column> cols);
 
+// The columns of the process view (whole-machine mode). PID, COMMAND and THR are the model's own
+// (defined once, in top_state.cpp); every other one is a catalog TUI column whose Metric has a
+// `process` getter, with that column's title, width, help and sort direction, read with
+// process_value_of(), and on screen when its thread column is. ProcColumn names the three; any
+// other is ProcColumn(i), its index in process_columns() (process_column_of finds it).
+enum class ProcColumn : uint8_t { pid, command, threads };
+struct ProcessColumnInfo {
+  ProcColumn id;
+  const char* title;
+  int width;
+  bool left;
+  bool default_desc;
+  int priority;
+  const char* help;
+  const Metric* metric;  // nullptr for PID, COMMAND and THR
+  Column column;         // the thread column it sums (when metric is set)
+};
+std::span<const ProcessColumnInfo> process_columns();
+const ProcessColumnInfo& process_column_info(ProcColumn c);
+// The process column that sums thread column c; nullopt when c's metric has no process getter.
+std::optional<ProcColumn> process_column_of(Column c);
+// The value a process sorts by in column c (COMMAND sorts by text elsewhere: 0 here).
+double process_sort_value(ProcColumn c, const ProcessWindow& p, const Window& w = {});
+
 struct ThreadKey {
   uint32_t tid = 0;
   uint64_t first_seen_ns = 0;
@@ -60,7 +86,8 @@ struct ThreadHistory {                 // one value per interval, oldest first
   std::deque<double> cpu_pct, wait_pct, events_per_cycle, queue_depth;
 };
 
-enum class ViewMode : uint8_t { table, detail, help };
+// processes: whole-machine mode's top level; table: the threads (of the opened process there).
+enum class ViewMode : uint8_t { table, detail, help, processes };
 enum class SparkMetric : uint8_t { wait, cpu };
 
 struct Replay {                        // `top --replay`: position among the trace's windows
@@ -72,7 +99,12 @@ struct Replay {                        // `top --replay`: position among the tra
 
 class TopState {
  public:
-  explicit TopState(size_t history_len = 60) : history_len_(history_len) {}
+  explicit TopState(size_t history_len = 60);
+
+  // Whole-machine mode, set once by the command before the first window: the dashboard opens on
+  // the process view. Off (the default), there is no process view and nothing else changes.
+  void set_machine_wide(bool on);
+  bool machine_wide() const { return machine_wide_; }
 
   // A new interval. Threads absent from it lose their history (bounded memory on churn).
   void push(Window w);
@@ -82,23 +114,45 @@ class TopState {
   const ThreadHistory* history(const ThreadKey& k) const;
   size_t history_len() const { return history_len_; }
 
-  // Rows of the main view: filtered by name (substring, case-insensitive), sorted.
+  // Rows of the main view: filtered by name (substring, case-insensitive), sorted; only the
+  // opened process's threads while one is open (open_process).
   std::vector<const ThreadWindow*> rows() const;
   const ThreadWindow* selected() const;
   int selected_index() const;          // in rows(); -1 when none
+  // Up/Down/PgUp/..: in the process view it moves the process selection, else the thread's.
   void move_selection(int delta);      // clamps; INT_MIN/INT_MAX go to the ends
   void select_key(ThreadKey k) { selection_ = k; }
   // Keeps the selection inside a page of `height` rows; returns the first row to draw.
   size_t scroll_for(size_t height);
 
+  // The process view's rows: the window's processes filtered by name (ProcessWindow::comm, as
+  // the threads are), sorted by the process sort, ties by pid. The selection is kept by pid.
+  std::vector<const ProcessWindow*> process_rows() const;
+  const ProcessWindow* selected_process() const;
+  int selected_process_index() const;  // in process_rows(); -1 when none
+  void select_pid(uint32_t pid) { process_selection_ = pid; }
+  size_t process_scroll_for(size_t height);
+  // Enter in the process view: the thread table, limited to the selected process's threads,
+  // with a selection and a filter of its own (the process filter comes back with Esc).
+  void open_process();
+  std::optional<uint32_t> open_pid() const { return open_pid_; }
+  // The opened process in the current window; nullptr when none is open or it is gone.
+  const ProcessWindow* opened_process() const;
+
+  // The sort of the thread table. sort_step and invert_sort act on the table on screen: the
+  // process sort in the process view (and in the help over it).
   Column sort_column() const { return sort_; }
   bool sort_desc() const { return desc_; }
   void set_sort(Column c);             // its default direction
   void sort_step(int delta);           // next/previous sortable column
-  void invert_sort() { desc_ = !desc_; }
+  void invert_sort();
+  ProcColumn process_sort_column() const { return process_sort_; }
+  bool process_sort_desc() const { return process_desc_; }
+  void set_process_sort(ProcColumn c); // its default direction
   // Columns off by default (catalog tui.shown = false) can be put on screen, and back.
   bool column_shown(Column c) const;
   void show_column(Column c, bool on);
+  bool process_column_shown(ProcColumn c) const;  // PID, COMMAND, THR always; else as its thread column
 
   const std::string& filter() const { return filter_; }
   bool editing_filter() const { return editing_filter_; }
@@ -110,9 +164,14 @@ class TopState {
   bool paused() const { return paused_; }
   void toggle_pause() { paused_ = !paused_; }
   ViewMode view() const { return view_; }
-  void open_detail() { if (selected()) view_ = ViewMode::detail; }
+  // Enter: in the process view it opens the selected process (open_process), in the thread
+  // table the selected thread's detail.
+  void open_detail();
   void toggle_help() { view_ = view_ == ViewMode::help ? back_ : (back_ = view_, ViewMode::help); }
-  void back();                         // Esc: help → previous view, detail → table, filter cleared
+  ViewMode help_over() const { return back_; }  // what the help is drawn over (and returns to)
+  // Esc, one level back: help → previous view, detail → table, the table of an opened process →
+  // the process view; at the top level it clears the filter.
+  void back();
   SparkMetric spark() const { return spark_; }
   void toggle_spark() { spark_ = spark_ == SparkMetric::wait ? SparkMetric::cpu : SparkMetric::wait; }
 
@@ -150,6 +209,19 @@ class TopState {
   SparkMetric spark_ = SparkMetric::wait;
   double interval_s_ = 1.0;
   Replay replay_;
+  // Whole-machine mode: the process view's sort, selection and scroll, the opened process and
+  // the process filter kept while its threads are shown.
+  bool machine_wide_ = false;
+  ProcColumn process_sort_;
+  bool process_desc_ = true;
+  std::optional<uint32_t> process_selection_;
+  size_t process_scroll_ = 0;
+  std::optional<uint32_t> open_pid_;
+  std::string process_filter_;
+
+  bool on_processes() const {
+    return view_ == ViewMode::processes || (view_ == ViewMode::help && back_ == ViewMode::processes);
+  }
 };
 
 }  // namespace platoon::model

@@ -1,5 +1,9 @@
-// Drawing functions of the three views, on stdscr (curses). Internal to tui/dashboard/views.
+// Drawing functions of the views, on stdscr (curses). Internal to tui/dashboard/views.
 #pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
 
 #include "tui/dashboard/state/top_state.hpp"
 #include "tui/dashboard/views/text.hpp"
@@ -20,7 +24,24 @@ struct DrawContext {
 void put(const DrawContext& dc, int y, int x, const std::string& s, int attr = 0);
 
 void draw_header(const DrawContext& dc, const model::TopState& st, int lines);
+
+// What both tables (threads, processes) draw under kTableHeaderLines header lines: the column
+// header, a page of rows from `top` on with the selected one marked, "selected/count" when they
+// do not fit, the key hint. `empty` stands in for no rows (once there is a window).
+inline constexpr int kTableHeaderLines = 4;
+struct TableBody {
+  std::string header;
+  size_t count;
+  int selected;
+  size_t top;
+  const char* empty;
+  std::function<std::string(size_t)> row;  // the text of row r (only the page's are asked for)
+};
+int table_height(const DrawContext& dc);  // rows on one page
+void draw_table_body(const DrawContext& dc, const model::TopState& st, const TableBody& body);
+
 void draw_table(const DrawContext& dc, model::TopState& st);
+void draw_processes(const DrawContext& dc, model::TopState& st);
 void draw_detail(const DrawContext& dc, const model::TopState& st);
 void draw_help(const DrawContext& dc, const model::TopState& st);
 

@@ -1,4 +1,4 @@
-// Help: generated from the key map, in a box over the table.
+// Help: generated from the key map, in a box over the table (threads or processes).
 #include <curses.h>
 
 #include <algorithm>
@@ -24,13 +24,18 @@ void draw_help(const DrawContext& dc, const model::TopState& st) {
     if (b.replay_only && !st.replay().active) continue;
     lines.push_back(fit(b.label, 10) + " " + b.help);
   }
-  lines.push_back("");
-  lines.push_back("b50/b99: drain queue depth (q) when the thread drains, else epoll events/cycle (e)");
   // The columns on screen too (their help is the metric catalog's), when the terminal is tall
-  // enough for both.
+  // enough for both: the process table's over the process view.
   std::vector<std::string> cols;
-  for (const auto& c : model::columns())
-    if (st.column_shown(c.id)) cols.push_back(fit(c.title, 10) + " " + c.help);
+  if (st.help_over() == model::ViewMode::processes) {
+    for (const auto& c : model::process_columns())
+      if (st.process_column_shown(c.id)) cols.push_back(fit(c.title, 10) + " " + c.help);
+  } else {
+    lines.push_back("");
+    lines.push_back("b50/b99: drain queue depth (q) when the thread drains, else epoll events/cycle (e)");
+    for (const auto& c : model::columns())
+      if (st.column_shown(c.id)) cols.push_back(fit(c.title, 10) + " " + c.help);
+  }
   if (dc.lines >= static_cast<int>(lines.size() + cols.size()) + 4) {
     lines.push_back("");
     lines.insert(lines.end(), cols.begin(), cols.end());

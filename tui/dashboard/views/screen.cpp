@@ -66,7 +66,12 @@ void Screen::draw(model::TopState& st) {
   switch (st.view()) {
     case model::ViewMode::table: draw_table(dc, st); break;
     case model::ViewMode::detail: draw_detail(dc, st); break;
-    case model::ViewMode::help: draw_table(dc, st); draw_help(dc, st); break;
+    case model::ViewMode::processes: draw_processes(dc, st); break;
+    case model::ViewMode::help:
+      if (st.help_over() == model::ViewMode::processes) draw_processes(dc, st);
+      else draw_table(dc, st);
+      draw_help(dc, st);
+      break;
   }
   refresh();
 }

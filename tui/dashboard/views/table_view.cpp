@@ -1,4 +1,5 @@
-// The main view: header lines, the column header, one row per thread, the key hint.
+// The main view: header lines, the column header, one row per thread, the key hint; and the
+// body it shares with the process view.
 #include <curses.h>
 
 #include <algorithm>
@@ -29,31 +30,40 @@ void draw_header(const DrawContext& dc, const model::TopState& st, int lines) {
   }
 }
 
-void draw_table(const DrawContext& dc, model::TopState& st) {
-  constexpr int kHeaderLines = 4;
-  draw_header(dc, st, kHeaderLines);
-  const auto cols = visible_columns(st, static_cast<size_t>(dc.cols), true);
-  put(dc, kHeaderLines, 0, fit(column_header(cols, st), static_cast<size_t>(dc.cols)), dc.attr(kPairHeader, A_REVERSE));
-  const int first = kHeaderLines + 1;
-  const int height = dc.lines - first - 1;
-  const auto rows = st.rows();
+int table_height(const DrawContext& dc) { return dc.lines - kTableHeaderLines - 2; }
+
+void draw_table_body(const DrawContext& dc, const model::TopState& st, const TableBody& body) {
+  put(dc, kTableHeaderLines, 0, fit(body.header, static_cast<size_t>(dc.cols)), dc.attr(kPairHeader, A_REVERSE));
+  const int first = kTableHeaderLines + 1;
+  const int height = table_height(dc);
   if (!st.has_window()) put(dc, first, 0, "waiting for the first interval...");
-  else if (rows.empty()) put(dc, first, 0, st.filter().empty() ? "no threads" : "no thread matches the filter");
+  else if (body.count == 0) put(dc, first, 0, body.empty);
   if (height > 0) {
-    const size_t top = st.scroll_for(static_cast<size_t>(height));
-    const int sel = st.selected_index();
-    for (int i = 0; i < height && top + static_cast<size_t>(i) < rows.size(); ++i) {
-      const size_t r = top + static_cast<size_t>(i);
-      const int a = static_cast<int>(r) == sel ? dc.attr(kPairSelected, A_REVERSE) : 0;
-      put(dc, first + i, 0, fit(row_text(cols, *rows[r], st, dc.glyphs), static_cast<size_t>(dc.cols)), a);
+    for (int i = 0; i < height && body.top + static_cast<size_t>(i) < body.count; ++i) {
+      const size_t r = body.top + static_cast<size_t>(i);
+      const int a = static_cast<int>(r) == body.selected ? dc.attr(kPairSelected, A_REVERSE) : 0;
+      put(dc, first + i, 0, fit(body.row(r), static_cast<size_t>(dc.cols)), a);
     }
   }
-  // Where the selection is, when the threads do not fit on one page (a 1,000-thread server).
-  if (height > 0 && rows.size() > static_cast<size_t>(height)) {
-    const std::string pos = " " + std::to_string(st.selected_index() + 1) + "/" + std::to_string(rows.size());
-    put(dc, kHeaderLines - 1, std::max(0, dc.cols - static_cast<int>(pos.size())), pos, A_BOLD);
+  // Where the selection is, when the rows do not fit on one page (a 1,000-thread server).
+  if (height > 0 && body.count > static_cast<size_t>(height)) {
+    const std::string pos = " " + std::to_string(body.selected + 1) + "/" + std::to_string(body.count);
+    put(dc, kTableHeaderLines - 1, std::max(0, dc.cols - static_cast<int>(pos.size())), pos, A_BOLD);
   }
   put(dc, dc.lines - 1, 0, footer_hint(st.replay().active), A_DIM);
+}
+
+void draw_table(const DrawContext& dc, model::TopState& st) {
+  draw_header(dc, st, kTableHeaderLines);
+  const auto cols = visible_columns(st, static_cast<size_t>(dc.cols), true);
+  const auto rows = st.rows();
+  const int height = table_height(dc);
+  const size_t top = height > 0 ? st.scroll_for(static_cast<size_t>(height)) : 0;
+  const char* empty = !st.filter().empty() ? "no thread matches the filter"
+                      : st.open_pid() && !st.opened_process() ? "the process is gone (Esc: back)"
+                                                              : "no threads";
+  draw_table_body(dc, st, {column_header(cols, st), rows.size(), st.selected_index(), top, empty,
+                           [&](size_t r) { return row_text(cols, *rows[r], st, dc.glyphs); }});
 }
 
 }  // namespace platoon::tui

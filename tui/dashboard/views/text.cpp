@@ -134,23 +134,75 @@ std::string bar(double fraction, size_t width, Glyphs g) {
   return s;
 }
 
+namespace {
+
+// Drops the lowest-priority columns (highest number) until the rest fit in `width`; columns of
+// priority 1 always stay.
+template <class Col, class Info>
+void fit_columns(std::vector<Col>& cols, size_t width, Info info) {
+  auto total = [&] {
+    size_t w = 0;
+    for (auto c : cols) w += static_cast<size_t>(info(c).width) + 1;
+    return w;
+  };
+  while (total() > width + 1) {
+    auto worst = std::max_element(cols.begin(), cols.end(), [&](Col a, Col b) { return info(a).priority < info(b).priority; });
+    if (info(*worst).priority <= 1) break;
+    cols.erase(worst);
+  }
+}
+
+// The sorted column's title, marked with its direction.
+std::string sort_title(std::string title, bool sorted, bool desc) { return sorted ? (desc ? "v" : "^") + title : title; }
+
+}  // namespace
+
 std::vector<Column> visible_columns(const TopState& st, size_t width, bool with_history) {
   std::vector<Column> cols;
   for (const auto& c : model::columns())
     if (st.column_shown(c.id) && (with_history || c.id != Column::history)) cols.push_back(c.id);
-  auto total = [&] {
-    size_t w = 0;
-    for (auto c : cols) w += static_cast<size_t>(model::column_info(c).width) + 1;
-    return w;
-  };
-  while (total() > width + 1) {
-    auto worst = std::max_element(cols.begin(), cols.end(), [](Column a, Column b) {
-      return model::column_info(a).priority < model::column_info(b).priority;
-    });
-    if (model::column_info(*worst).priority <= 1) break;
-    cols.erase(worst);
-  }
+  fit_columns(cols, width, model::column_info);
   return cols;
+}
+
+std::vector<model::ProcColumn> visible_process_columns(const TopState& st, size_t width) {
+  std::vector<model::ProcColumn> cols;
+  for (const auto& c : model::process_columns())
+    if (st.process_column_shown(c.id)) cols.push_back(c.id);
+  fit_columns(cols, width, model::process_column_info);
+  return cols;
+}
+
+std::string process_column_header(const std::vector<model::ProcColumn>& cols, const TopState& st) {
+  std::string s;
+  for (auto c : cols) {
+    const auto& info = model::process_column_info(c);
+    if (!s.empty()) s += ' ';
+    s += fit(sort_title(info.title, c == st.process_sort_column(), st.process_sort_desc()),
+             static_cast<size_t>(info.width), info.left);
+  }
+  return s;
+}
+
+std::string process_row_text(const std::vector<model::ProcColumn>& cols, const model::ProcessWindow& p,
+                             const TopState& st) {
+  std::string s;
+  for (auto c : cols) {
+    const auto& info = model::process_column_info(c);
+    std::string cell;
+    switch (c) {
+      case model::ProcColumn::pid: cell = std::to_string(p.pid); break;
+      case model::ProcColumn::command: cell = p.comm; break;
+      case model::ProcColumn::threads: cell = std::to_string(p.threads); break;
+      default: {
+        const auto v = model::process_value_of(*info.metric, st.window(), p);
+        cell = v ? info.metric->tui.format(*v) : "-";
+      }
+    }
+    if (!s.empty()) s += ' ';
+    s += fit(cell, static_cast<size_t>(info.width), info.left);
+  }
+  return s;
 }
 
 std::string column_header(const std::vector<Column>& cols, const TopState& st) {
@@ -159,9 +211,8 @@ std::string column_header(const std::vector<Column>& cols, const TopState& st) {
     const auto& info = model::column_info(c);
     std::string title = info.title;
     if (c == Column::history) title += st.spark() == model::SparkMetric::wait ? " %wait" : " %cpu";
-    if (c == st.sort_column()) title = (st.sort_desc() ? "v" : "^") + title;
     if (!s.empty()) s += ' ';
-    s += fit(title, static_cast<size_t>(info.width), info.left);
+    s += fit(sort_title(title, c == st.sort_column(), st.sort_desc()), static_cast<size_t>(info.width), info.left);
   }
   return s;
 }
@@ -229,6 +280,11 @@ std::vector<std::string> header_lines(const TopState& st) {
           "  " + st.target;
   else
     l1 += st.target + "  every " + printf_str("%g", st.interval_s()) + "s";
+  // Early too: which process's threads the table holds (whole-machine mode, after Enter).
+  if (const auto pid = st.open_pid()) {
+    const auto* p = st.opened_process();
+    l1 += "  > pid " + std::to_string(*pid) + " " + (p ? p->comm : std::string("(gone)"));
+  }
   l1 += "  source " + st.source_line + "  lost " + std::to_string(w.losses.lost_events);
   if (w.losses.untracked_threads || w.losses.lost_pairs)
     l1 += " untracked " + std::to_string(w.losses.untracked_threads) + " pairs " + std::to_string(w.losses.lost_pairs);
@@ -385,13 +441,19 @@ std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, 
 std::string batch_text(const TopState& st) {
   std::string s;
   for (const auto& l : header_lines(st)) s += l + "\n";
-  const auto cols = visible_columns(st, 1000, false);
-  s += column_header(cols, st) + "\n";
-  for (const auto* t : st.rows()) {
-    std::string r = row_text(cols, *t, st, Glyphs{false});
+  auto line = [&s](std::string r) {
     while (!r.empty() && r.back() == ' ') r.pop_back();
     s += r + "\n";
+  };
+  if (st.machine_wide()) {
+    const auto cols = visible_process_columns(st, 1000);
+    s += process_column_header(cols, st) + "\n";
+    for (const auto* p : st.process_rows()) line(process_row_text(cols, *p, st));
+    return s + "\n";
   }
+  const auto cols = visible_columns(st, 1000, false);
+  s += column_header(cols, st) + "\n";
+  for (const auto* t : st.rows()) line(row_text(cols, *t, st, Glyphs{false}));
   return s + "\n";
 }
 

@@ -29,8 +29,15 @@ std::string column_header(const std::vector<model::Column>& cols, const model::T
 std::string row_text(const std::vector<model::Column>& cols, const model::ThreadWindow& t,
                      const model::TopState& st, Glyphs g);
 
-// Header lines over the table: target, interval, source, losses, recording; process totals;
-// carriers' queue depth at drain; status.
+// The process view's columns (whole-machine mode), the same way.
+std::vector<model::ProcColumn> visible_process_columns(const model::TopState& st, size_t width);
+std::string process_column_header(const std::vector<model::ProcColumn>& cols, const model::TopState& st);
+std::string process_row_text(const std::vector<model::ProcColumn>& cols, const model::ProcessWindow& p,
+                             const model::TopState& st);
+
+// Header lines over the table: target (and the process whose threads are shown, once one is
+// opened in the process view), interval, source, losses, recording; process totals; carriers'
+// queue depth at drain; status.
 std::vector<std::string> header_lines(const model::TopState& st);
 
 // One titled block of the detail view.
@@ -41,7 +48,8 @@ struct Section {
 std::vector<Section> detail_sections(const model::TopState& st, const model::ThreadWindow& t,
                                      size_t width, size_t max_rows, Glyphs g);
 
-// `--batch`: the header and the whole table as plain text, one block per interval.
+// `--batch`: the header and the whole table as plain text, one block per interval; in
+// whole-machine mode the process table.
 std::string batch_text(const model::TopState& st);
 
 }  // namespace platoon::tui
