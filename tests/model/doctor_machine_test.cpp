@@ -151,5 +151,23 @@ TEST(DoctorIrq, AThreadsOwnIrqWaitAloneIsEnough) {
   EXPECT_NEAR(num(f->evidence, "max_irq_wait_pct"), 5, 0.01);
 }
 
+// The JSON contract: versioned, and each carrier's wait with its parts (null without the data).
+TEST(DoctorJson, SchemaVersionAndCarrierWaitSplit) {
+  const Diagnosis d = run(throttled_box(100, 60, 48).window());
+  ASSERT_EQ(d.carrier_wait.size(), 1u);
+  const std::string j = json(d, false);
+  EXPECT_NE(j.find("\"schema_version\":2,"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"carrier_wait\":[{\"thread\":\"carrier-0\",\"tid\":11,\"wait_pct\":49,\"split\":{"
+                   "\"contended_pct\":1,\"throttled_pct\":48,\"steal_pct\":0,\"irq_pct\":0,\"idle_exit_pct\":0}}]"),
+            std::string::npos)
+      << j;
+  EXPECT_NE(text(d).find("carrier-0 wait 49.00%: contended 1.00, throttled 48.00"), std::string::npos) << text(d);
+
+  Scenario procfs(Source::procfs);
+  procfs.carrier(11, "carrier-0", 20, 5);
+  const std::string pj = json(run(procfs.window()), false);
+  EXPECT_NE(pj.find("\"wait_pct\":5,\"split\":null}"), std::string::npos) << pj;
+}
+
 }  // namespace
 }  // namespace platoon::model::test

@@ -107,12 +107,27 @@ struct KeyNumbers {
   std::optional<double> queue_depth_avg;            // carriers' drains
 };
 
+// A carrier's %wait and its parts (bpf/wait_split.bpf.h); split is unset when the data has none
+// (procfs, traces before format 1.2).
+struct CarrierWait {
+  std::string thread;
+  uint32_t tid = 0;
+  double wait_pct = 0;
+  std::optional<WaitSplit> split;
+};
+
+// `doctor --format json`'s schema: 1, the first round's keys (no schema_version key); 2 adds
+// schema_version, runtime, carrier_wait and the findings cpu_throttled, vm_steal, irq_pressure.
+// Keys are only ever added; a key that changes meaning takes a new version (docs/doctor.md).
+inline constexpr int kJsonSchemaVersion = 2;
+
 struct Diagnosis {
   std::string label;
   std::string source;          // "bpf" or "procfs"
   RuntimeKind runtime = RuntimeKind::other;
   double duration_s = 0;
   std::vector<std::string> carriers;
+  std::vector<CarrierWait> carrier_wait;  // per carrier, in the order of `carriers`
   std::vector<Finding> findings;          // most severe first
   std::vector<NotEvaluated> not_evaluated;
   KeyNumbers key;

@@ -88,6 +88,13 @@ void text_header(Out o, const Diagnosis& d) {
   fmt::format_to(o, "source: {}, {:.2f} s; carriers: {}\n", d.source, d.duration_s,
                  d.carriers.empty() ? std::string("none found") : fmt::format("{}", fmt::join(d.carriers, ", ")));
   fmt::format_to(o, "runtime: {} (remedies use its knobs)\n", to_string(d.runtime));
+  // Why each carrier waited, in one line each: the split doctor's machine findings rest on.
+  for (const auto& c : d.carrier_wait) {
+    if (!c.split) continue;
+    const WaitSplit& s = *c.split;
+    fmt::format_to(o, "  {} wait {:.2f}%: contended {:.2f}, throttled {:.2f}, steal {:.2f}, irq {:.2f}, idle exit {:.2f}\n",
+                   c.thread, c.wait_pct, s.contended_pct, s.throttled_pct, s.steal_pct, s.irq_pct, s.idle_exit_pct);
+  }
 }
 
 }  // namespace
@@ -155,16 +162,29 @@ Object finding_object(const Finding& f) {
           {"evidence", f.evidence}, {"threshold", f.threshold},         {"remedy", f.remedy}};
 }
 
+Value split_value(const CarrierWait& c) {
+  if (!c.split) return Value();
+  const WaitSplit& s = *c.split;
+  return Object{{"contended_pct", round_to(s.contended_pct, 2)}, {"throttled_pct", round_to(s.throttled_pct, 2)},
+                {"steal_pct", round_to(s.steal_pct, 2)},         {"irq_pct", round_to(s.irq_pct, 2)},
+                {"idle_exit_pct", round_to(s.idle_exit_pct, 2)}};
+}
+
 Object diagnosis_object(const Diagnosis& d) {
-  Array findings, not_evaluated, carriers;
+  Array findings, not_evaluated, carriers, carrier_wait;
   for (const auto& f : d.findings) findings.emplace_back(finding_object(f));
   for (const auto& n : d.not_evaluated) not_evaluated.emplace_back(Object{{"id", n.id}, {"reason", n.reason}});
   for (const auto& c : d.carriers) carriers.emplace_back(c);
-  return {{"source", d.source},
+  for (const auto& c : d.carrier_wait)
+    carrier_wait.emplace_back(Object{{"thread", c.thread}, {"tid", c.tid}, {"wait_pct", round_to(c.wait_pct, 2)},
+                                     {"split", split_value(c)}});
+  return {{"schema_version", kJsonSchemaVersion},
+          {"source", d.source},
           {"file", d.label},
           {"runtime", to_string(d.runtime)},
           {"duration_s", round_to(d.duration_s, 3)},
           {"carriers", std::move(carriers)},
+          {"carrier_wait", std::move(carrier_wait)},
           {"findings", std::move(findings)},
           {"not_evaluated", std::move(not_evaluated)},
           {"key_numbers", key_object(d.key)}};
