@@ -3,6 +3,7 @@
 #define PLATOON_BPF_EPOLL_BPF_H
 
 #include "bpf/maps.bpf.h"
+#include "bpf/stage.bpf.h"
 #include "bpf/targets.bpf.h"
 #include "bpf/thread_stats.bpf.h"
 #include "bpf/bits.bpf.h"
@@ -62,14 +63,15 @@ static __always_inline int epoll_exit(long ret)
 			s->io_blocked_ns += now - enter;
 	}
 	if (targ_events) {
-		struct platoon_ev_epoll *e = reserve_event(sizeof(*e));
+		struct platoon_stage *st;
+		struct platoon_ev_epoll *e = reserve_event(sizeof(*e), &st);
 
 		if (e) {
 			fill_header(&e->h, now, PLATOON_EV_EPOLL, bpf_get_smp_processor_id(), s->tid);
 			e->nevents = ret;
 			e->pad = 0;
 			e->enter_ns = enter ? enter : now;   /* a call that did not sleep: 0 long */
-			submit_event(e);
+			submit_event(e, st, sizeof(*e));
 		}
 	}
 	return 0;

@@ -1,5 +1,5 @@
 /* The knobs user space sets before load (targ_*), the maps, and the helpers that touch only
- * one map: drop counters and ring-buffer records. */
+ * one map: drop counters and the ring buffer's record header (bpf/stage.bpf.h writes records). */
 #ifndef PLATOON_BPF_MAPS_BPF_H
 #define PLATOON_BPF_MAPS_BPF_H
 
@@ -79,12 +79,17 @@ struct {
 /* Template for new stats entries (the value is too large for the BPF stack). */
 static const struct platoon_thread_stats zero_stats;
 
+static __always_inline void count_drops(__u32 kind, __u64 n)
+{
+	__u64 *c = bpf_map_lookup_elem(&drops, &kind);
+
+	if (c)
+		*c += n;    /* per-CPU slot: no atomics needed */
+}
+
 static __always_inline void count_drop(__u32 kind)
 {
-	__u64 *n = bpf_map_lookup_elem(&drops, &kind);
-
-	if (n)
-		*n += 1;    /* per-CPU slot: no atomics needed */
+	count_drops(kind, 1);
 }
 
 static __always_inline void count_untracked(__u32 tid)
@@ -93,24 +98,6 @@ static __always_inline void count_untracked(__u32 tid)
 
 	if (bpf_map_update_elem(&untracked, &tid, &one, BPF_NOEXIST) == 0)
 		count_drop(PLATOON_DROP_THREADS);
-}
-
-static __always_inline void *reserve_event(__u64 size)
-{
-	void *e = bpf_ringbuf_reserve(&events, size, 0);
-
-	if (!e)
-		count_drop(PLATOON_DROP_RINGBUF);
-	return e;
-}
-
-static __always_inline void submit_event(void *e)
-{
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= targ_wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
 }
 
 static __always_inline void fill_header(struct platoon_event_header *h, __u64 now, __u16 type,

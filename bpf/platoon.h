@@ -170,4 +170,35 @@ struct platoon_ev_runtime {         /* DRAIN (a = queue depth, b = fibers run) a
 	__s64 b;
 };
 
+/* Each CPU stages its records and hands them to the ring buffer a batch at a time: one
+ * reserve/commit under the ring's lock per batch rather than per record (measured: most of a
+ * recorded event's cost was that pair, ~100 ns here, docs/benchmarks.md). A ring record is
+ * therefore one or more event records back to back, each sized by its type. */
+#define PLATOON_STAGE_BYTES 4096        /* a power of two */
+#define PLATOON_STAGE_MAX_AGE_NS 10000000ull  /* a CPU's oldest staged record waits at most this long
+					 * while the CPU is busy; user space flushes quiet CPUs */
+
+#ifdef __cplusplus
+#define PLATOON_CONSTEXPR constexpr
+#else
+#define PLATOON_CONSTEXPR
+#endif
+
+/* Size of one event record of each type (0: unknown type, the record is invalid). */
+static inline PLATOON_CONSTEXPR __u32 platoon_event_size(__u16 type)
+{
+	switch (type) {
+	case PLATOON_EV_SWITCH: return sizeof(struct platoon_ev_switch);
+	case PLATOON_EV_WAKING:
+	case PLATOON_EV_WAKEUP:
+	case PLATOON_EV_WAKEUP_NEW: return sizeof(struct platoon_ev_wake);
+	case PLATOON_EV_MIGRATE: return sizeof(struct platoon_ev_migrate);
+	case PLATOON_EV_EXIT: return sizeof(struct platoon_ev_exit);
+	case PLATOON_EV_EPOLL: return sizeof(struct platoon_ev_epoll);
+	case PLATOON_EV_DRAIN:
+	case PLATOON_EV_STEAL: return sizeof(struct platoon_ev_runtime);
+	default: return 0;
+	}
+}
+
 #endif /* PLATOON_BPF_PLATOON_H */

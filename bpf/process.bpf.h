@@ -4,6 +4,7 @@
 #define PLATOON_BPF_PROCESS_BPF_H
 
 #include "bpf/maps.bpf.h"
+#include "bpf/stage.bpf.h"
 #include "bpf/targets.bpf.h"
 #include "bpf/thread_stats.bpf.h"
 
@@ -38,13 +39,14 @@ static __always_inline int on_exit(bool btf, struct task_struct *p)
 	if (BPF_CORE_READ(p, signal, live.counter) == 0)
 		drop_target(tgid);
 	if (targ_events) {
-		struct platoon_ev_exit *e = reserve_event(sizeof(*e));
+		struct platoon_stage *st;
+		struct platoon_ev_exit *e = reserve_event(sizeof(*e), &st);
 
 		if (e) {
 			fill_header(&e->h, now, PLATOON_EV_EXIT, bpf_get_smp_processor_id(), tid);
 			e->pid = tgid;
 			e->pad = 0;
-			submit_event(e);
+			submit_event(e, st, sizeof(*e));
 		}
 	}
 	return 0;

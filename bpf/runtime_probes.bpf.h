@@ -3,6 +3,7 @@
 #define PLATOON_BPF_RUNTIME_PROBES_BPF_H
 
 #include "bpf/maps.bpf.h"
+#include "bpf/stage.bpf.h"
 #include "bpf/thread_stats.bpf.h"
 #include "bpf/bits.bpf.h"
 
@@ -11,7 +12,8 @@
 static __always_inline void emit_runtime(__u16 type, __u32 tid, __u64 now, long carrier, long a,
 					 long b)
 {
-	struct platoon_ev_runtime *e = reserve_event(sizeof(*e));
+	struct platoon_stage *st;
+	struct platoon_ev_runtime *e = reserve_event(sizeof(*e), &st);
 
 	if (!e)
 		return;
@@ -19,7 +21,7 @@ static __always_inline void emit_runtime(__u16 type, __u32 tid, __u64 now, long 
 	e->carrier = carrier;
 	e->a = a;
 	e->b = b;
-	submit_event(e);
+	submit_event(e, st, sizeof(*e));
 }
 
 /* One hit per drain (the runtime's combined `drain` probe): every uprobe hit is a trap into

@@ -4,6 +4,7 @@
 #define PLATOON_BPF_SCHED_BPF_H
 
 #include "bpf/maps.bpf.h"
+#include "bpf/stage.bpf.h"
 #include "bpf/targets.bpf.h"
 #include "bpf/thread_stats.bpf.h"
 #include "bpf/core_fixes.bpf.h"
@@ -108,7 +109,8 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	}
 
 	if (targ_events) {
-		struct platoon_ev_switch *e = reserve_event(sizeof(*e));
+		struct platoon_stage *st;
+		struct platoon_ev_switch *e = reserve_event(sizeof(*e), &st);
 
 		if (e) {
 			fill_header(&e->h, now, PLATOON_EV_SWITCH, cpu, prev_tid);
@@ -120,7 +122,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			e->next_prio = TASK_FIELD(btf, next, prio);
 			read_comm_fast(btf, e->prev_comm, prev);
 			read_comm_fast(btf, e->next_comm, next);
-			submit_event(e);
+			submit_event(e, st, sizeof(*e));
 		}
 	}
 	return 0;
@@ -182,7 +184,8 @@ static __always_inline bool in_interrupt_context(bool btf, void *ctx)
 static __always_inline void emit_wake(bool btf, __u16 type, struct task_struct *p, __u32 tid,
 				      __u32 tgid, __u64 now, __u32 waker_tid)
 {
-	struct platoon_ev_wake *e = reserve_event(sizeof(*e));
+	struct platoon_stage *st;
+	struct platoon_ev_wake *e = reserve_event(sizeof(*e), &st);
 
 	if (!e)
 		return;
@@ -192,7 +195,7 @@ static __always_inline void emit_wake(bool btf, __u16 type, struct task_struct *
 	e->prio = TASK_FIELD(btf, p, prio);
 	e->waker_tid = waker_tid;
 	read_comm_fast(btf, e->comm, p);
-	submit_event(e);
+	submit_event(e, st, sizeof(*e));
 }
 
 static __always_inline int on_waking(void *ctx, bool btf, struct task_struct *p)
@@ -309,7 +312,8 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest_
 	if (s && !s->exited)
 		s->migrations++;
 	if (targ_events) {
-		struct platoon_ev_migrate *e = reserve_event(sizeof(*e));
+		struct platoon_stage *st;
+		struct platoon_ev_migrate *e = reserve_event(sizeof(*e), &st);
 
 		if (e) {
 			fill_header(&e->h, now, PLATOON_EV_MIGRATE, bpf_get_smp_processor_id(), tid);
@@ -318,7 +322,7 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest_
 			e->dest_cpu = dest_cpu;
 			e->prio = TASK_FIELD(btf, p, prio);
 			read_comm_fast(btf, e->comm, p);
-			submit_event(e);
+			submit_event(e, st, sizeof(*e));
 		}
 	}
 	return 0;

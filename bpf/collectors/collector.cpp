@@ -152,8 +152,19 @@ struct Collector::Impl {
     auto* self = static_cast<Impl*>(ctx);
     // No exception may cross libbpf's C frames: a throwing sink stops this poll.
     try {
-      if (self->sink) (*self->sink)(data, size);
-      ++self->polled;
+      // A ring record is one or more event records back to back (a CPU's staged batch,
+      // bpf/stage.bpf.h), each sized by its type.
+      const auto* p = static_cast<const unsigned char*>(data);
+      while (size >= sizeof(platoon_event_header)) {
+        platoon_event_header h;
+        std::memcpy(&h, p, sizeof h);
+        const size_t n = platoon_event_size(h.type);
+        if (n == 0 || n > size) break;  // not a record we wrote: the rest cannot be split
+        if (self->sink) (*self->sink)(p, n);
+        ++self->polled;
+        p += n;
+        size -= n;
+      }
       return 0;
     } catch (...) {
       return -ECANCELED;
@@ -166,6 +177,10 @@ struct Collector::Impl {
   // snapshot(): the steps after the threads.
   void forget_exited(const std::unordered_set<__u32>& exited, const KernelPairs& kernel_pairs);
   void read_losses(model::Snapshot& snap) const;
+
+  std::vector<int> online_cpus;           // where flush_stages runs
+  void enable_stages();
+  void flush_stages();                    // every CPU's staged records into the ring buffer
 
   void attach_usdt(pid_t pid);
   void seed();
@@ -288,6 +303,7 @@ SkelPtr load_skeleton(const CollectorOptions& o, const std::string& comm, const 
   if (!a.raw_tp && !kf.task_iter)
     plan->notes.push_back("seed: kernel has no task iterator (5.8+): threads existing at attach appear at their first event");
   plan_optional_programs(o, kf, inject, a, have_tracefs, events_dir, skel.get(), plan);
+  bpf_program__set_autoload(skel->progs.flush_stages, plan->events);
 
   *err = platoon_bpf__load(skel.get());
   if (*err) return nullptr;
@@ -397,8 +413,34 @@ bool Collector::Impl::attach(bool events, OpenFailure* f) {
   if (events) {
     ring.reset(ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, this, nullptr));
     if (!ring) return *f = {OpenError::other, "cannot open the ring buffer: " + errstr(errno)}, false;
+    enable_stages();
   }
   return true;
+}
+
+// Staged records (bpf/stage.bpf.h) need flush_stages run on every CPU at each poll; only when
+// the kernel can (BPF_F_TEST_RUN_ON_CPU, 5.10) are they switched on.
+void Collector::Impl::enable_stages() {
+  online_cpus = read_online_cpus();
+  const int fd = bpf_program__fd(skel->progs.flush_stages);
+  LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU,
+              .cpu = online_cpus.empty() ? 0u : static_cast<__u32>(online_cpus.front()));
+  const int err = fd < 0 ? -EBADF : bpf_prog_test_run_opts(fd, &run);
+  if (err) {
+    notes.push_back("events: each record goes to the ring buffer on its own (cannot run a program on a given CPU: " +
+                    errstr(err) + "; 5.10+)");
+    return;
+  }
+  skel->bss->stage_on = true;
+}
+
+void Collector::Impl::flush_stages() {
+  if (!skel->bss->stage_on) return;
+  const int fd = bpf_program__fd(skel->progs.flush_stages);
+  for (int cpu : online_cpus) {
+    LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<__u32>(cpu));
+    bpf_prog_test_run_opts(fd, &run);  // a CPU gone offline has nothing staged that we could fetch
+  }
 }
 
 std::unique_ptr<Collector> Collector::open(const CollectorOptions& opts, OpenError* kind,
@@ -694,8 +736,12 @@ int Collector::poll_events(int timeout_ms, const std::function<void(const void*,
   impl_->sink = &sink;
   impl_->polled = 0;
   // The programs wake us only when the buffer is a quarter full (targ_wakeup_bytes): the wait
-  // is mostly a plain timeout, after which whatever arrived is consumed.
-  int rc = timeout_ms == 0 ? 0 : ring_buffer__poll(impl_->ring.get(), timeout_ms);
+  // is mostly a plain timeout, after which every CPU's staged records are moved into the ring
+  // and whatever arrived is consumed. The wait is capped so that a quiet CPU's last records
+  // reach the reader within kStageFlushMs (the readers' reorder horizon counts on it).
+  constexpr int kStageFlushMs = 25;
+  int rc = timeout_ms == 0 ? 0 : ring_buffer__poll(impl_->ring.get(), std::min(timeout_ms, kStageFlushMs));
+  impl_->flush_stages();
   if (rc >= 0 || rc == -EINTR) rc = ring_buffer__consume(impl_->ring.get());
   impl_->sink = nullptr;
   if (rc < 0 && rc != -EINTR && rc != -ECANCELED) return rc;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cctype>
 #include <cstring>
 #include <cstdlib>
 #include <fstream>
@@ -60,6 +61,34 @@ bool thread_running(pid_t pid, pid_t tid) {
   const auto close = line.rfind(')');
   if (close == std::string::npos || close + 2 >= line.size()) return true;
   return line[close + 2] == 'R';
+}
+
+std::vector<int> parse_cpu_list(const std::string& text) {
+  std::vector<int> out;
+  size_t i = 0;
+  auto number = [&](int& v) {
+    if (i >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i]))) return false;
+    v = 0;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && v < 1 << 20) v = v * 10 + (text[i++] - '0');
+    return true;
+  };
+  while (i < text.size()) {
+    int lo = 0, hi = 0;
+    if (!number(lo)) return {};
+    hi = lo;
+    if (i < text.size() && text[i] == '-' && (++i, !number(hi))) return {};
+    if (hi < lo || hi - lo > 1 << 16) return {};
+    for (int c = lo; c <= hi; ++c) out.push_back(c);
+    if (i < text.size() && text[i] != ',') return {};
+    ++i;
+  }
+  return out;
+}
+
+std::vector<int> read_online_cpus() {
+  std::vector<int> cpus = parse_cpu_list(read_first_line("/sys/devices/system/cpu/online"));
+  if (cpus.empty()) cpus.push_back(0);
+  return cpus;
 }
 
 std::string exe_path(pid_t pid) {

@@ -20,7 +20,11 @@ std::string thread_comm(pid_t pid, pid_t tid);   // /proc/PID/task/TID/comm
 // Whether /proc/PID/task/TID/stat's state is R (running or runnable). True when unreadable: a
 // thread that is gone or hidden gets the benefit of the doubt.
 bool thread_running(pid_t pid, pid_t tid);
-std::string exe_path(pid_t pid);                 // readlink /proc/PID/exe, "" if unknown
+std::string exe_path(pid_t pid);
+// The CPUs a kernel cpu list names ("0-3,8,10-11"); empty on anything malformed.
+std::vector<int> parse_cpu_list(const std::string& text);
+// /sys/devices/system/cpu/online; CPU 0 alone when unreadable.
+std::vector<int> read_online_cpus();                 // readlink /proc/PID/exe, "" if unknown
 // Processes (tgids) whose /proc/PID/comm equals `comm` (already truncated to 15 chars).
 std::vector<pid_t> pids_with_comm(const std::string& comm);
 // Every live process descended from one of `roots` (children, their children, ...), from the

@@ -236,8 +236,7 @@ TEST_F(CollectorTest, RingBufferSwitchRecordsMatchStats) {
   const model::Snapshot snap = c->snapshot();
   const uint32_t tid = static_cast<uint32_t>(sleeper.tid());
   uint64_t outs = 0, ins = 0, wakeups = 0, wakeup_news = 0, wakings = 0, other = 0;
-  uint64_t last_ts = 0;
-  bool ordered = true;
+  std::vector<std::pair<uint64_t, bool>> stamps;  // the thread's switch records: stamp, is a switch-out
   auto sink = [&](const void* data, size_t size) {
     platoon_event_header h;
     if (size < sizeof h) return;
@@ -247,11 +246,8 @@ TEST_F(CollectorTest, RingBufferSwitchRecordsMatchStats) {
       std::memcpy(&e, data, sizeof e);
       if (e.h.tid == tid) ++outs;
       if (e.next_tid == tid) ++ins;
-      // Records of one thread come in time order even across CPUs (each is written at its event).
-      if (e.h.tid == tid || e.next_tid == tid) {
-        if (e.h.ts_ns < last_ts) ordered = false;
-        last_ts = e.h.ts_ns;
-      }
+      if (e.h.tid == tid) stamps.emplace_back(e.h.ts_ns, true);
+      if (e.next_tid == tid) stamps.emplace_back(e.h.ts_ns, false);
     } else if ((h.type == PLATOON_EV_WAKEUP || h.type == PLATOON_EV_WAKEUP_NEW) && h.tid == tid) {
       ++wakeups;
       if (h.type == PLATOON_EV_WAKEUP_NEW) ++wakeup_news;
@@ -279,7 +275,15 @@ TEST_F(CollectorTest, RingBufferSwitchRecordsMatchStats) {
   // nothing, so the count can fall a little short of the 100 sleeps.
   EXPECT_EQ(wakings, wakeups - wakeup_news);
   EXPECT_GE(wakings, 90u);
-  EXPECT_TRUE(ordered);
+  // Each CPU hands its records over in batches, so the ring does not deliver one thread's
+  // records in order across CPUs; sorted by stamp (what the readers do) they tell its story:
+  // switch-ins and switch-outs alternate, but where a switch-in never reached the tracepoint
+  // (this kernel loses one now and then: the stats miss it too, see sched.bpf.h).
+  std::stable_sort(stamps.begin(), stamps.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  size_t breaks = 0;
+  for (size_t i = 1; i < stamps.size(); ++i) breaks += stamps[i].second == stamps[i - 1].second;
+  const uint64_t missing = outs > ins ? outs - ins : ins - outs;
+  EXPECT_LE(breaks, missing) << "of " << stamps.size() << " switch records";
   EXPECT_EQ(lost(c->snapshot()), 0u);
 }
 

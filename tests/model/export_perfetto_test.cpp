@@ -260,7 +260,7 @@ TEST(PerfettoExport, BundlesPerCpuInTimeOrderWithDescriptorsAndCounters) {
 
 TEST(PerfettoExport, StreamsThroughABoundedReorderBuffer) {
   // 20,000 switches 1 ms apart on two CPUs, delivered in pairs swapped (out of order by 1 ms),
-  // then one 200 ms late: memory holds the horizon's worth, order is restored, the late one is
+  // then one 400 ms late (twice the horizon): memory holds the horizon's worth, order is restored, the late one is
   // written anyway and counted.
   std::vector<uint8_t> ev;
   platoon_ev_switch sw{};
@@ -271,7 +271,7 @@ TEST(PerfettoExport, StreamsThroughABoundedReorderBuffer) {
       append(ev, sw);
     }
   }
-  sw.h = header(1'000'000'000 + 19800 * ms, PLATOON_EV_SWITCH, 0, 11);
+  sw.h = header(1'000'000'000 + 19600 * ms, PLATOON_EV_SWITCH, 0, 11);
   append(ev, sw);
   Snapshot a;
   a.ts_ns = 1;

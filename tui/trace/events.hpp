@@ -56,10 +56,12 @@ class EventVisitor {
 // for an unknown type or a record shorter than its type's struct.
 bool visit_event(const void* record, size_t size, EventVisitor& visitor);
 
-// The ring buffer is one buffer for all CPUs, written in reservation order; a record's stamp is
-// taken just before its reservation inside a BPF program that cannot be preempted, so records
-// are out of order by microseconds. 50 ms is a wide margin that still bounds memory.
-inline constexpr uint64_t kReorderHorizonNs = 50'000'000;
+// The ring buffer is one buffer for all CPUs. Each CPU stages its records and hands them over a
+// batch at a time (bpf/stage.bpf.h): after at most PLATOON_STAGE_MAX_AGE_NS (10 ms) while the
+// CPU is busy, at the recorder's next poll (every 25 ms at most) while it is quiet. So records
+// reach the ring out of order by up to a few tens of ms; 200 ms also covers a recorder that was
+// kept off its CPU for a while, and still bounds memory (200 ms of records).
+inline constexpr uint64_t kReorderHorizonNs = 200'000'000;
 
 struct EventReaderStats {
   uint64_t records = 0;      // handed to add()

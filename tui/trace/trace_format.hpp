@@ -85,20 +85,7 @@ inline constexpr std::string_view kStopInterrupted = "interrupted";
 inline constexpr std::string_view kStopTargetExited = "target exited";
 
 // Size of one ring-buffer record of each type: fixed by version 1 of the format.
-constexpr size_t event_record_size(uint16_t type) {
-  switch (type) {
-    case PLATOON_EV_SWITCH: return sizeof(platoon_ev_switch);
-    case PLATOON_EV_WAKING:
-    case PLATOON_EV_WAKEUP:
-    case PLATOON_EV_WAKEUP_NEW: return sizeof(platoon_ev_wake);
-    case PLATOON_EV_MIGRATE: return sizeof(platoon_ev_migrate);
-    case PLATOON_EV_EXIT: return sizeof(platoon_ev_exit);
-    case PLATOON_EV_EPOLL: return sizeof(platoon_ev_epoll);
-    case PLATOON_EV_DRAIN:
-    case PLATOON_EV_STEAL: return sizeof(platoon_ev_runtime);
-    default: return 0;  // unknown type: the record is invalid
-  }
-}
+constexpr size_t event_record_size(uint16_t type) { return platoon_event_size(type); }
 // A struct change without a format version bump would silently misread old files.
 static_assert(sizeof(platoon_event_header) == 16);
 static_assert(sizeof(platoon_ev_switch) == 72);
