@@ -79,8 +79,8 @@ std::vector<int> parse_cpu_list(const std::string& text) {
     if (i < text.size() && text[i] == '-' && (++i, !number(hi))) return {};
     if (hi < lo || hi - lo > 1 << 16) return {};
     for (int c = lo; c <= hi; ++c) out.push_back(c);
-    if (i < text.size() && text[i] != ',') return {};
-    ++i;
+    if (i == text.size()) break;
+    if (text[i] != ',' || ++i == text.size()) return {};  // a separator, and more after it
   }
   return out;
 }
