@@ -181,6 +181,7 @@ struct Collector::Impl {
   std::vector<int> online_cpus;           // where flush_stages runs
   void enable_stages();
   void flush_stages();                    // every CPU's staged records into the ring buffer
+  int flush_stage_on(int cpu);            // runs flush_stages on `cpu`; 0 or a negative errno
 
   void attach_usdt(pid_t pid);
   void seed();
@@ -421,12 +422,8 @@ bool Collector::Impl::attach(bool events, OpenFailure* f) {
 // Staged records (bpf/stage.bpf.h) need flush_stages run on every CPU at each poll; only when
 // the kernel can (BPF_F_TEST_RUN_ON_CPU, 5.10) are they switched on.
 void Collector::Impl::enable_stages() {
-  online_cpus = read_online_cpus();
-  const int fd = bpf_program__fd(skel->progs.flush_stages);
-  LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU,
-              .cpu = online_cpus.empty() ? 0u : static_cast<__u32>(online_cpus.front()));
-  const int err = fd < 0 ? -EBADF : bpf_prog_test_run_opts(fd, &run);
-  if (err) {
+  online_cpus = read_online_cpus();  // never empty
+  if (const int err = flush_stage_on(online_cpus.front())) {
     notes.push_back("events: each record goes to the ring buffer on its own (cannot run a program on a given CPU: " +
                     errstr(err) + "; 5.10+)");
     return;
@@ -434,13 +431,14 @@ void Collector::Impl::enable_stages() {
   skel->bss->stage_on = true;
 }
 
+int Collector::Impl::flush_stage_on(int cpu) {
+  LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<__u32>(cpu));
+  return bpf_prog_test_run_opts(bpf_program__fd(skel->progs.flush_stages), &run);
+}
+
 void Collector::Impl::flush_stages() {
   if (!skel->bss->stage_on) return;
-  const int fd = bpf_program__fd(skel->progs.flush_stages);
-  for (int cpu : online_cpus) {
-    LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<__u32>(cpu));
-    bpf_prog_test_run_opts(fd, &run);  // a CPU gone offline has nothing staged that we could fetch
-  }
+  for (int cpu : online_cpus) flush_stage_on(cpu);  // a CPU gone offline has nothing staged we could fetch
 }
 
 std::unique_ptr<Collector> Collector::open(const CollectorOptions& opts, OpenError* kind,
