@@ -30,7 +30,7 @@ static __always_inline int epoll_enter(void)
 	if (!is_target(id >> 32))   /* before the clock: most callers are not targets */
 		return 0;
 	now = bpf_ktime_get_boot_ns();
-	s = thread_stats((__u32)id, id >> 32, (struct task_struct *)bpf_get_current_task(), now, true);
+	s = thread_stats(targ_task_storage, (__u32)id, id >> 32, current_task_for_stats(), now, true);
 	if (s && !s->exited)
 		s->epoll_enter_ns = now;
 	return 0;
@@ -44,7 +44,7 @@ static __always_inline int epoll_exit(long ret)
 
 	if (!is_target(id >> 32))
 		return 0;
-	s = thread_stats((__u32)id, id >> 32, NULL, 0, false);
+	s = thread_stats(targ_task_storage, (__u32)id, id >> 32, current_task_for_stats(), 0, false);
 	if (!s || s->exited)
 		return 0;
 	enter = s->epoll_enter_ns;

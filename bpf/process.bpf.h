@@ -10,9 +10,22 @@
 
 /* ---- sched_process_exit ----
  * Runs in the exiting thread. Its run so far is booked and the entry marked exited, after
- * which no hook touches it: user space reports it once and deletes it. When the whole group
- * is gone (signal->live reached 0 before this tracepoint), the tgid leaves `targets` so a
- * recycled pid is not watched by accident. */
+ * which no hook touches it: user space reports it once and forgets it. An entry in task
+ * storage goes with the task, so its final state is copied to exited_stats here. When the
+ * whole group is gone (signal->live reached 0 before this tracepoint), the tgid leaves
+ * `targets` so a recycled pid is not watched by accident. */
+
+/* The exited copy of a stored entry. A copy still there under the same tid (the tid came back
+ * within one snapshot) is replaced: the older thread's end is lost, and counted. */
+static __always_inline void keep_exited(__u32 tid, struct platoon_thread_stats *s)
+{
+	if (bpf_map_update_elem(&exited_stats, &tid, s, BPF_NOEXIST) == 0)
+		return;
+	count_drop(PLATOON_DROP_THREADS);
+	untrack_one();
+	bpf_map_update_elem(&exited_stats, &tid, s, BPF_ANY);
+}
+
 static __always_inline int on_exit(bool btf, struct task_struct *p)
 {
 	__u32 tgid = TASK_FIELD(btf, p, tgid);
@@ -20,11 +33,15 @@ static __always_inline int on_exit(bool btf, struct task_struct *p)
 	__u32 tid;
 	__u64 now;
 
-	if (!is_target(tgid))
+	if (!is_target(tgid)) {
+		/* A thread of a dropped target may still have a stored entry: it leaves uncounted. */
+		if (in_store(btf) && bpf_task_storage_delete(&thread_store, p) == 0)
+			untrack_one();
 		return 0;
+	}
 	now = bpf_ktime_get_boot_ns();
 	tid = TASK_FIELD(btf, p, pid);
-	s = bpf_map_lookup_elem(&stats, &tid);
+	s = find_entry(in_store(btf), tid, p);
 	if (s && !s->exited) {
 		if (s->on_cpu)
 			s->run_ns += now - s->run_start_ns;
@@ -33,6 +50,8 @@ static __always_inline int on_exit(bool btf, struct task_struct *p)
 		s->epoll_enter_ns = 0;
 		s->last_seen_ns = now;
 		s->exited = 1;
+		if (in_store(btf))
+			keep_exited(tid, s);
 	} else if (!s) {
 		bpf_map_delete_elem(&untracked, &tid);  /* its tid may come back as a new thread */
 	}
@@ -103,7 +122,7 @@ static __always_inline void on_exec(bool btf, struct task_struct *p)
 	struct platoon_thread_stats *s;
 
 	add_target_if_match(p);
-	s = bpf_map_lookup_elem(&stats, &tid);
+	s = find_entry(in_store(btf), tid, p);
 	if (s)
 		read_comm(s->comm, p);
 }

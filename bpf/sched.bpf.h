@@ -38,7 +38,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	next_tid = TASK_FIELD(btf, next, pid);
 
 	if (prev_target) {
-		s = thread_stats(prev_tid, prev_tgid, prev, now, true);
+		s = thread_stats(in_store(btf), prev_tid, prev_tgid, prev, now, true);
 		if (s && !s->exited) {
 			if (s->on_cpu) {
 				s->run_ns += now - s->run_start_ns;
@@ -72,7 +72,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 	}
 
 	if (next_target) {
-		s = thread_stats(next_tid, next_tgid, next, now, true);
+		s = thread_stats(in_store(btf), next_tid, next_tgid, next, now, true);
 		if (s && !s->exited) {
 			if (s->runnable) {
 				__u64 delta = now - s->wait_start_ns;
@@ -231,7 +231,7 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p, __u16 type
 		return 0;
 	now = bpf_ktime_get_boot_ns();
 	tid = TASK_FIELD(btf, p, pid);
-	s = thread_stats(tid, tgid, p, now, true);
+	s = thread_stats(in_store(btf), tid, tgid, p, now, true);
 	if (s && !s->exited) {
 		s->wakeups++;
 		if (!s->on_cpu && !s->runnable) {
@@ -308,7 +308,7 @@ static __always_inline int on_migrate(bool btf, struct task_struct *p, int dest_
 		return 0;
 	now = bpf_ktime_get_boot_ns();
 	tid = TASK_FIELD(btf, p, pid);
-	s = thread_stats(tid, tgid, p, now, true);
+	s = thread_stats(in_store(btf), tid, tgid, p, now, true);
 	if (s && !s->exited)
 		s->migrations++;
 	if (targ_events) {

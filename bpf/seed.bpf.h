@@ -1,4 +1,5 @@
-/* The task iterator that gives threads already running at attach time their entry. */
+/* The task iterators: the one that gives threads already running at attach time their entry,
+ * and the one that hands user space the entries kept in task storage. */
 #ifndef PLATOON_BPF_SEED_BPF_H
 #define PLATOON_BPF_SEED_BPF_H
 
@@ -20,7 +21,6 @@ int seed_threads(struct bpf_iter__task *ctx)
 	struct platoon_thread_stats *s;
 	__u32 tid, tgid;
 	__u64 now;
-	long err;
 
 	if (!t)
 		return 0;
@@ -28,16 +28,11 @@ int seed_threads(struct bpf_iter__task *ctx)
 	if (!is_target(tgid) || (t->flags & PF_EXITING))
 		return 0;
 	tid = t->pid;
-	if (bpf_map_lookup_elem(&stats, &tid))
+	if (find_entry(targ_task_storage, tid, t))
 		return 0;
-	err = bpf_map_update_elem(&stats, &tid, &zero_stats, BPF_NOEXIST);
-	if (err) {
-		if (err != -EEXIST)
-			count_untracked(tid);
-		return 0;   /* EEXIST: a hook got there first and knows better */
-	}
-	s = bpf_map_lookup_elem(&stats, &tid);
-	if (!s)
+	/* None: no room (counted). Stamped already: a hook got there first and knows better. */
+	s = targ_task_storage ? create_stored(tid, t) : create_hashed(tid);
+	if (!s || s->first_seen_ns)
 		return 0;
 	now = bpf_ktime_get_boot_ns();
 	s->tid = tid;
@@ -54,6 +49,31 @@ int seed_threads(struct bpf_iter__task *ctx)
 		s->runnable = 1;
 		s->wait_start_ns = now;
 	}
+	return 0;
+}
+
+/* ---- reading task storage ----
+ * With targ_task_storage user space reads every live entry through this walk (one read() of
+ * the iterator's file per snapshot, instead of a batched hash lookup). Exited threads are in
+ * exited_stats instead. An entry of a task that is no longer a target (its process was dropped)
+ * is deleted here rather than shown. */
+SEC("iter/task")
+int dump_threads(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+	struct platoon_thread_stats *s;
+
+	if (!t)
+		return 0;
+	s = bpf_task_storage_get(&thread_store, t, 0, 0);
+	if (!s || s->exited)
+		return 0;
+	if (!is_target(t->tgid)) {
+		if (bpf_task_storage_delete(&thread_store, t) == 0)
+			untrack_one();
+		return 0;
+	}
+	bpf_seq_write(ctx->meta->seq, s, sizeof(*s));
 	return 0;
 }
 

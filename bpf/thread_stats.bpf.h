@@ -28,28 +28,80 @@ static __always_inline void read_comm_fast(bool btf, char dst[PLATOON_COMM_LEN],
 	}
 }
 
-/* The stats entry of `tid`, created zeroed when missing and `create`. A task that is already
- * exiting is never given a new entry: user space deletes an exited thread's entry once it has
- * reported it, and the dying task's last switch-out must not bring it back. */
-static __always_inline struct platoon_thread_stats *
-thread_stats(__u32 tid, __u32 tgid, struct task_struct *t, __u64 now, bool create)
+/* Entries in task-local storage (targ_task_storage): how many exist, live or exited but not yet
+ * reported, so that targ_threads_max bounds them as the hash's size bounds its entries. User
+ * space subtracts the exited entries it has forgotten; the programs subtract what they drop.
+ * Plain adds (BPF_XADD, every kernel: a fetching add needs 5.12 and -mcpu=v3), so the test
+ * against the bound is a plain load and CPUs creating entries at the same moment may pass it
+ * together: the bound holds to within one entry per CPU. */
+__s64 tracked_threads;
+
+static __always_inline void untrack_one(void)
+{
+	__sync_fetch_and_add(&tracked_threads, -1);
+}
+
+/* Thread t's entry in task storage, created zeroed unless the bound is reached (counted);
+ * NULL also when a program on another CPU was creating it at that moment (the caller's second
+ * lookup finds it). An entry not yet stamped with first_seen_ns is new: counted here. (Two
+ * programs that reach a brand-new entry before either stamps it count it twice, which makes
+ * the bound a little tighter, never looser.) */
+static __always_inline struct platoon_thread_stats *create_stored(__u32 tid, struct task_struct *t)
 {
 	struct platoon_thread_stats *s;
-	long err;
 
-	s = bpf_map_lookup_elem(&stats, &tid);
+	if (tracked_threads >= (__s64)targ_threads_max) {
+		count_untracked(tid);
+		return NULL;
+	}
+	s = bpf_task_storage_get(&thread_store, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (s && !s->first_seen_ns)
+		__sync_fetch_and_add(&tracked_threads, 1);
+	return s;
+}
+
+/* The same in the stats hash. */
+static __always_inline struct platoon_thread_stats *create_hashed(__u32 tid)
+{
+	long err = bpf_map_update_elem(&stats, &tid, &zero_stats, BPF_NOEXIST);
+
+	if (err) {
+		if (err != -EEXIST)
+			count_untracked(tid);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&stats, &tid);
+}
+
+/* Whether a program of this type keeps entries in task storage. */
+static __always_inline bool in_store(bool btf)
+{
+	return btf && targ_task_storage;
+}
+
+static __always_inline struct platoon_thread_stats *
+find_entry(bool store, __u32 tid, struct task_struct *t)
+{
+	return store ? bpf_task_storage_get(&thread_store, t, 0, 0) : bpf_map_lookup_elem(&stats, &tid);
+}
+
+/* The entry of thread `t` (tid), created zeroed when missing and `create`. `store`: in task
+ * storage, which needs a BTF task pointer (tp_btf arguments, bpf_get_current_task_btf); it is
+ * btf && targ_task_storage, a constant the verifier resolves. A task that is already exiting
+ * is never given a new entry: user space forgets an exited thread's entry once it has
+ * reported it, and the dying task's last switch-out must not bring it back. */
+static __always_inline struct platoon_thread_stats *
+thread_stats(bool store, __u32 tid, __u32 tgid, struct task_struct *t, __u64 now, bool create)
+{
+	struct platoon_thread_stats *s = find_entry(store, tid, t);
+
 	if (s || !create)
 		return s;
 	if (BPF_CORE_READ(t, flags) & PF_EXITING)
 		return NULL;
-	err = bpf_map_update_elem(&stats, &tid, &zero_stats, BPF_NOEXIST);
-	if (err && err != -EEXIST) {
-		count_untracked(tid);
-		return NULL;
-	}
-	s = bpf_map_lookup_elem(&stats, &tid);
+	s = store ? create_stored(tid, t) : create_hashed(tid);
 	if (!s)
-		return NULL;
+		return find_entry(store, tid, t);   /* created by another CPU meanwhile, or none */
 	if (!s->first_seen_ns) {
 		s->tid = tid;
 		s->pid = tgid;
@@ -60,6 +112,15 @@ thread_stats(__u32 tid, __u32 tgid, struct task_struct *t, __u64 now, bool creat
 	return s;
 }
 
+/* The calling thread's task, in the form thread_stats wants for hooks without task arguments
+ * (epoll tracepoints, USDT): BTF-typed when entries are in task storage. */
+static __always_inline struct task_struct *current_task_for_stats(void)
+{
+	if (targ_task_storage)
+		return bpf_get_current_task_btf();
+	return (struct task_struct *)bpf_get_current_task();
+}
+
 /* The calling thread's entry, for hooks that run in the thread they book on (USDT). */
 static __always_inline struct platoon_thread_stats *current_stats(bool create, __u64 now)
 {
@@ -68,8 +129,7 @@ static __always_inline struct platoon_thread_stats *current_stats(bool create, _
 
 	if (!is_target(tgid))
 		return NULL;
-	return thread_stats((__u32)id, tgid, (struct task_struct *)bpf_get_current_task(), now,
-			    create);
+	return thread_stats(targ_task_storage, (__u32)id, tgid, current_task_for_stats(), now, create);
 }
 
 /* Adds to the pair {tid, other, kind}. Only events that know the other task's identity

@@ -27,6 +27,7 @@
 #include "bpf/collectors/runtime_usdt.hpp"
 #include "bpf/collectors/cgroup_members.hpp"
 #include "bpf/collectors/pair_ledger.hpp"
+#include "bpf/collectors/thread_entries.hpp"
 #include "bpf/platoon.h"
 #include "bpf/collectors/system.hpp"
 #include "platoon.skel.h"
@@ -147,6 +148,7 @@ struct Collector::Impl {
   std::map<pid_t, std::unique_ptr<RuntimeStatsReader>> stats_tables;  // runtimes that keep their own drain counts
   MachineContext context;                 // per-CPU times and the threads' CPU cgroups
   std::optional<PairLedger> pairs;        // the pairs map and what aged out of it
+  std::optional<ThreadEntries> entries;   // where the thread entries live, and reading them
 
   static int on_record(void* ctx, void* data, size_t size) {
     auto* self = static_cast<Impl*>(ctx);
@@ -202,6 +204,7 @@ struct Plan {
   uint32_t fields = model::kFieldsBpf;
   bool usdt = false;
   bool events = false;
+  bool task_storage = false;  // thread entries in task-local storage (thread_entries.hpp)
   std::vector<std::string> notes;
 };
 
@@ -279,7 +282,8 @@ SkelPtr load_skeleton(const CollectorOptions& o, const std::string& comm, const 
     plan->notes.push_back("sched_switch has no prev_state argument (5.18+): a block a signal cancelled counts as involuntary");
   std::memset(skel->rodata->targ_comm, 0, sizeof skel->rodata->targ_comm);
   std::memcpy(skel->rodata->targ_comm, comm.data(), std::min(comm.size(), sizeof skel->rodata->targ_comm - 1));
-  bpf_map__set_max_entries(skel->maps.stats, std::max<uint32_t>(o.threads_max, 1));
+  plan->task_storage = !a.raw_tp && kf.task_storage && kf.task_iter;
+  ThreadEntries::plan(skel.get(), plan->task_storage, o.threads_max);
   bpf_map__set_max_entries(skel->maps.pairs, std::max<uint32_t>(o.pairs_max, 1));
   if (kf.ringbuf) {
     // Without recording the ring buffer is never written: keep it one page.
@@ -398,6 +402,7 @@ std::unique_ptr<Collector::Impl> Collector::Impl::create(const CollectorOptions&
   impl->usdt = loaded.plan.usdt;
   impl->skel = std::move(loaded.skel);
   impl->raw_tp = loaded.attempt.raw_tp;
+  impl->entries.emplace(impl->skel.get(), loaded.plan.task_storage);
   impl->pairs.emplace(bpf_map__fd(impl->skel->maps.pairs), o.pairs_max, o.pair_idle_s);
   if (!impl->attach(loaded.plan.events, f)) return nullptr;
   return impl;
@@ -579,11 +584,7 @@ bool Collector::drop_pid(pid_t tgid) {
   im.usdt_exe.erase(tgid);
   im.stats_tables.erase(tgid);
   // Its threads leave the kernel map, so no snapshot reports them as the cgroup's any more.
-  const int fd = bpf_map__fd(im.skel->maps.stats);
-  std::vector<std::pair<__u32, platoon_thread_stats>> entries;
-  read_map(fd, &entries, 256);
-  for (const auto& [tid, v] : entries)
-    if (v.pid == key) bpf_map_delete_elem(fd, &tid);
+  im.entries->forget_pid(key);
   return true;
 }
 
@@ -615,18 +616,11 @@ uint32_t Collector::fields() const { return impl_->fields; }
 
 const char* Collector::attach_mode() const { return impl_->raw_tp ? "raw_tp" : "tp_btf"; }
 
+const char* Collector::thread_store() const { return impl_->entries->in_task_storage() ? "task storage" : "hash"; }
+
 std::vector<std::string> Collector::notes() const { return impl_->notes; }
 
 namespace {
-
-std::vector<platoon_thread_stats> read_stats(int fd) {
-  std::vector<std::pair<__u32, platoon_thread_stats>> entries;
-  read_map(fd, &entries, 256);
-  std::vector<platoon_thread_stats> values;
-  values.reserve(entries.size());
-  for (const auto& e : entries) values.push_back(e.second);
-  return values;
-}
 
 // One kernel entry as a sample. The field list's quantities carry the same names in the
 // kernel's struct: they are copied by the list; per-CPU arrays keep the first `cpus` slots.
@@ -676,7 +670,7 @@ model::ThreadSample thread_sample(const platoon_thread_stats& v, uint64_t now, i
 
 // Exited threads have now been reported: their entries (and pairs, here and aged) go.
 void Collector::Impl::forget_exited(const std::unordered_set<__u32>& exited, const KernelPairs& kernel_pairs) {
-  for (__u32 tid : exited) bpf_map_delete_elem(bpf_map__fd(skel->maps.stats), &tid);
+  entries->forget_exited(exited);
   pairs->forget(exited, kernel_pairs);
 }
 
@@ -705,7 +699,11 @@ model::Snapshot Collector::snapshot() {
   snap.fields = impl_->fields;
 
   // Copy every entry first, then take the clock: every in-flight start is then <= now.
-  const std::vector<platoon_thread_stats> values = read_stats(bpf_map__fd(impl_->skel->maps.stats));
+  std::string walk_error;
+  const std::vector<platoon_thread_stats> values = impl_->entries->read(&walk_error);
+  if (!walk_error.empty() && impl_->notes.size() < 64 &&
+      std::find(impl_->notes.begin(), impl_->notes.end(), walk_error) == impl_->notes.end())
+    impl_->notes.push_back(walk_error);
   const KernelPairs pair_values = impl_->pairs->read();
   const uint64_t now = boottime_ns();
   snap.ts_ns = now;

@@ -103,6 +103,9 @@ class Collector {
   void refresh();
 
   const char* attach_mode() const;      // "tp_btf" or "raw_tp"
+  // Where the thread entries live: "task storage" (tp_btf, 5.11+) or "hash"
+  // (bpf/collectors/thread_entries.hpp).
+  const char* thread_store() const;
   // What the load dropped (features the kernel lacks) and what attached, one line each.
   std::vector<std::string> notes() const;
   uint32_t fields() const;              // model::Field bits the snapshots fill

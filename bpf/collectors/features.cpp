@@ -57,12 +57,19 @@ KernelFeatures probe_features(const Injected& inject) {
   // Asked of raw_tp, the stricter of the two switch program types (tp_btf's tracing programs
   // get every helper raw_tp gets).
   f.task_pt_regs = libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;
+  // The map, and its helpers where the hooks without task arguments (epoll tracepoints, USDT
+  // uprobes) call them on the current task.
+  f.task_storage = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_TASK_STORAGE, nullptr) == 1;
+  for (bpf_prog_type t : {BPF_PROG_TYPE_KPROBE, BPF_PROG_TYPE_TRACEPOINT})
+    for (bpf_func_id h : {BPF_FUNC_task_storage_get, BPF_FUNC_get_current_task_btf})
+      f.task_storage = f.task_storage && libbpf_probe_bpf_helper(t, h, nullptr) == 1;
 
   if (inject.has("boot_clock")) f.boot_clock = false;
   if (inject.has("task_iter")) f.task_iter = false;
   if (inject.has("ringbuf")) f.ringbuf = false;
   if (inject.has("switch_state_arg")) f.switch_state_arg = false;
   if (inject.has("task_pt_regs")) f.task_pt_regs = false;
+  if (inject.has("task_storage")) f.task_storage = false;
   return f;
 }
 

@@ -1,0 +1,146 @@
+// Thread entries in both of their homes (bpf/collectors/thread_entries.hpp): task-local storage,
+// and the stats hash a kernel without it gets (simulated with PLATOON_INJECT_LOAD_FAIL=
+// task_storage). In both, an exited thread is reported once with its final counts against
+// /proc, the bound on entries is given back when exits are reported or a process is dropped,
+// and nothing is counted as untracked while there is room.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "tests/bpf/fixture.hpp"
+
+namespace platoon::bpf::testing {
+namespace {
+
+using platoon::testing::read_voluntary;
+using platoon::testing::this_tid;
+
+class ThreadEntriesTest : public BpfTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  // GetParam(): entries in task storage; false: in the hash.
+  std::unique_ptr<Collector> open_in_place(CollectorOptions o) {
+    if (!GetParam()) setenv("PLATOON_INJECT_LOAD_FAIL", "task_storage", 1);
+    auto c = open(std::move(o));
+    if (c) {
+      EXPECT_STREQ(c->thread_store(), GetParam() ? "task storage" : "hash");
+    }
+    return c;
+  }
+};
+
+// A thread that blocks 30 times and exits before any snapshot: the snapshot after its exit
+// shows it once, exited, with the voluntary switches /proc counted up to its last moment.
+TEST_P(ThreadEntriesTest, AnExitedThreadIsReportedOnceWithItsFinalCounts) {
+  auto c = open_in_place({});
+  ASSERT_TRUE(c);
+  pid_t tid = 0;
+  long long truth = -1;
+  std::thread t([&] {
+    tid = this_tid();
+    for (int i = 0; i < 30; ++i) usleep(300);
+    truth = read_voluntary(tid);
+  });
+  t.join();
+  const model::Snapshot s = c->snapshot();
+  const model::ThreadSample* x = find(s, tid);
+  ASSERT_TRUE(x) << "the exited thread is in the first snapshot after its exit";
+  EXPECT_TRUE(x->exited);
+  std::printf("  tid %d: voluntary %llu by BPF, %lld by /proc before its exit\n", tid,
+              (unsigned long long)x->switches_voluntary, truth);
+  ASSERT_GE(truth, 30);
+  // The /proc read is the thread's last act but for its exit path (a futex wake at most).
+  EXPECT_GE(static_cast<long long>(x->switches_voluntary), truth);
+  EXPECT_LE(static_cast<long long>(x->switches_voluntary), truth + 3);
+  const model::Snapshot next = c->snapshot();
+  EXPECT_FALSE(find(next, tid)) << "reported once, then forgotten";
+}
+
+// Room for 16 entries and 6 rounds of 10 threads: as each round's exits are reported their
+// room comes back, so all 60 threads are tracked and none is counted as untracked.
+TEST_P(ThreadEntriesTest, RoomComesBackAsExitsAreReported) {
+  CollectorOptions o;
+  o.threads_max = 16;
+  auto c = open_in_place(o);
+  ASSERT_TRUE(c);
+  std::set<uint32_t> seen, spawned;
+  model::Snapshot s;
+  for (int round = 0; round < 6; ++round) {
+    std::vector<std::thread> ts;
+    std::mutex mu;
+    for (int i = 0; i < 10; ++i)
+      ts.emplace_back([&] {
+        {
+          std::lock_guard lk(mu);
+          spawned.insert(static_cast<uint32_t>(this_tid()));
+        }
+        for (int k = 0; k < 10; ++k) usleep(300);
+      });
+    for (auto& t : ts) t.join();
+    s = c->snapshot();
+    for (const auto& t : s.threads) seen.insert(t.tid);
+  }
+  size_t never = 0;
+  for (uint32_t tid : spawned) never += seen.count(tid) == 0;
+  EXPECT_EQ(spawned.size(), 60u);
+  EXPECT_EQ(never, 0u);
+  EXPECT_EQ(s.untracked_threads, 0u);
+}
+
+// A child process with three threads that sleep in a loop until killed.
+pid_t spawn_sleepers() {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    auto loop = [] {
+      for (;;) usleep(1000);
+    };
+    std::thread a(loop), b(loop);
+    loop();
+  }
+  return pid;
+}
+
+size_t threads_of(const model::Snapshot& s, pid_t pid) {
+  size_t n = 0;
+  for (const auto& t : s.threads) n += t.pid == static_cast<uint32_t>(pid) && !t.exited;
+  return n;
+}
+
+// Room for 4 entries: a dropped process's three live threads give theirs back, so the next
+// process's three are all tracked, and the dropped one's no longer show.
+TEST_P(ThreadEntriesTest, ADroppedProcessGivesItsRoomBack) {
+  const pid_t a = spawn_sleepers(), b = spawn_sleepers();
+  ASSERT_GT(a, 0);
+  ASSERT_GT(b, 0);
+  usleep(50 * 1000);  // their threads exist
+  CollectorOptions o;
+  o.pids = {a};
+  o.threads_max = 4;
+  auto c = open_in_place(o);
+  if (c) {
+    usleep(20 * 1000);
+    EXPECT_EQ(threads_of(c->snapshot(), a), 3u);
+    EXPECT_TRUE(c->drop_pid(a));
+    EXPECT_EQ(threads_of(c->snapshot(), a), 0u);
+    EXPECT_TRUE(c->add_pid(b));
+    usleep(20 * 1000);
+    const model::Snapshot s = c->snapshot();
+    EXPECT_EQ(threads_of(s, b), 3u);
+    EXPECT_EQ(threads_of(s, a), 0u);
+    EXPECT_EQ(s.untracked_threads, 0u);
+  }
+  kill(a, SIGKILL);
+  kill(b, SIGKILL);
+  waitpid(a, nullptr, 0);
+  waitpid(b, nullptr, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothPlaces, ThreadEntriesTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "TaskStorage" : "Hash"; });
+
+}  // namespace
+}  // namespace platoon::bpf::testing
