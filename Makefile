@@ -159,7 +159,7 @@ COLLECTOR_LIBS := -lbpf -lelf -lz
 
 # ---- tui/: the consumers (trace, analysis, outputs, dashboard state) and the platoon command ----
 $(eval $(call archive,MODEL,$(wildcard tui/trace/*.cpp tui/analysis/*.cpp tui/outputs/*.cpp tui/metrics/*.cpp tui/dashboard/state/*.cpp),platoon-model))
-MODEL_LIBS := -lz -lfmt
+MODEL_LIBS := -lz -lzstd -lfmt
 
 PLATOON_SRC := $(wildcard tui/*.cpp tui/commands/*.cpp tui/dashboard/views/*.cpp tui/dashboard/input/*.cpp)
 PLATOON_OBJ := $(PLATOON_SRC:%.cpp=$(OBJ)/%.o)

@@ -11,6 +11,8 @@ PKGS=(
   g++ make clang llvm pkg-config python3 curl
   # kernel side: libbpf skeletons, vmlinux.h from BTF
   libbpf-dev bpftool libelf-dev zlib1g-dev
+  # trace files: zstd chunks (zlib still read)
+  libzstd-dev
   # runtime
   libboost-context-dev libevent-dev systemtap-sdt-dev
   # server: HTTP parser (llhttp C sources), JSON

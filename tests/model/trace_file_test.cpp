@@ -295,12 +295,15 @@ std::vector<uint8_t> collect_events(const TraceContents& c, std::vector<uint16_t
 }
 
 TEST_F(TraceFileTest, RoundTripsEveryField) {
-  for (bool compress : {true, false}) {
-    SCOPED_TRACE(compress ? "compressed" : "stored");
-    std::string file = path(compress ? "z.plt" : "s.plt");
+  // zstd (as written now), zlib (as 1.2 wrote: read the same), stored.
+  for (int codec : {2, 1, 0}) {
+    const bool compress = codec != 0;
+    SCOPED_TRACE(codec == 2 ? "zstd" : codec == 1 ? "zlib, a 1.2 file" : "stored");
+    std::string file = path(codec == 2 ? "zstd.plt" : codec == 1 ? "z.plt" : "s.plt");
     std::string error;
     TraceWriter::Options opts;
     opts.compress = compress;
+    opts.zlib = codec == 1;
     auto w = TraceWriter::create(file, sample_meta(), opts, &error);
     ASSERT_TRUE(w) << error;
     std::vector<Snapshot> snaps;
@@ -337,8 +340,21 @@ TEST_F(TraceFileTest, RoundTripsEveryField) {
     auto c = read_trace(file, &error);
     ASSERT_TRUE(c) << error;
     TraceMeta want = sample_meta();
-    EXPECT_EQ(c->meta.version, 1u);
-    EXPECT_EQ(c->meta.minor_version, kTraceMinorVersion);
+    EXPECT_EQ(c->meta.version, codec == 1 ? 1u : kTraceMajorVersion);
+    EXPECT_EQ(c->meta.minor_version, codec == 1 ? 2u : kTraceMinorVersion);
+    // Every compressed chunk is in the codec asked for.
+    const std::vector<uint8_t> bytes = slurp(file);
+    size_t compressed = 0;
+    for (size_t off = kTraceHeaderBytes; off + kChunkHeaderBytes < bytes.size();) {
+      const uint32_t len = bytes[off + 4] | bytes[off + 5] << 8 | bytes[off + 6] << 16 | uint32_t(bytes[off + 7]) << 24;
+      const uint8_t enc = bytes[off + kChunkHeaderBytes];
+      if (enc != 0) {
+        EXPECT_EQ(enc, codec);
+      }
+      compressed += enc != 0;
+      off += kChunkHeaderBytes + len;
+    }
+    EXPECT_EQ(compressed > 0, compress);
     EXPECT_EQ(c->meta.tool_version, want.tool_version);
     EXPECT_EQ(c->meta.hostname, want.hostname);
     EXPECT_EQ(c->meta.kernel, want.kernel);
@@ -539,10 +555,10 @@ TEST_F(TraceFileTest, DocumentedOneLineErrors) {
   std::vector<uint64_t> ends;
   auto bytes = chunked_trace(path("full.plt"), &ends);
   auto newer = bytes;
-  newer[8] = 2;  // major version, little-endian u16
+  newer[8] = 3;  // major version, little-endian u16
   spit(path("newer.plt"), newer);
   EXPECT_FALSE(read_trace(path("newer.plt"), &error));
-  EXPECT_EQ(error, path("newer.plt") + ": unsupported trace version 2 (this platoon reads 1)");
+  EXPECT_EQ(error, path("newer.plt") + ": unsupported trace version 3 (this platoon reads 1 to 2)");
   EXPECT_FALSE(read_trace_bytes(std::span(bytes.data(), 12), &error));
   EXPECT_EQ(error, "truncated trace header");
   EXPECT_FALSE(read_trace_bytes(std::span(bytes.data(), 20), &error));
@@ -599,6 +615,9 @@ TEST_F(TraceFileTest, HostileChunksEndTheReadWithoutHarm) {
   // A zlib body claiming 16 MiB from 3 bytes.
   EXPECT_EQ(read_with(frame(snap, {1, 0x80, 0x80, 0x80, 0x08, 0x78, 0x01, 0x03})), "bad compressed length");
   EXPECT_EQ(read_with(frame(snap, {1, 0x10, 0x78, 0x01, 0x03})), "bad compressed data");
+  // The same as zstd: a frame header (magic 28 b5 2f fd) claiming 16 MiB, and garbage.
+  EXPECT_EQ(read_with(frame(snap, {2, 0x80, 0x80, 0x80, 0x08, 0x28, 0xb5, 0x2f})), "bad compressed length");
+  EXPECT_EQ(read_with(frame(snap, {2, 0x10, 0x28, 0xb5, 0x2f, 0xfd, 0x00})), "bad compressed data");
   EXPECT_EQ(read_with(frame(snap, {9})), "unknown chunk encoding 9");
   // A snapshot claiming 2^60 threads, a bad source, an 11-byte varint.
   EXPECT_EQ(read_with(frame(snap, {0, 1, 0, 0, 0, 0, 0, 0, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10})),
@@ -755,10 +774,12 @@ TEST_F(TraceFileTest, WritesFuzzSeedsWhenAsked) {
   const char* out = std::getenv("PLATOON_WRITE_FUZZ_SEEDS");
   if (!out) GTEST_SKIP() << "PLATOON_WRITE_FUZZ_SEEDS not set";
   std::string error;
-  for (bool compress : {false, true}) {
-    std::string file = std::string(out) + (compress ? "/small-zlib.plt" : "/small-stored.plt");
+  for (int codec : {0, 1, 2}) {
+    const bool compress = codec != 0;
+    std::string file = std::string(out) + (codec == 2 ? "/small-zstd.plt" : codec == 1 ? "/small-zlib.plt" : "/small-stored.plt");
     TraceWriter::Options opts;
     opts.compress = compress;
+    opts.zlib = codec == 1;
     auto w = TraceWriter::create(file, sample_meta(), opts, &error);
     ASSERT_TRUE(w) << error;
     ASSERT_TRUE(w->write_snapshot(sample_snapshot(1, 2)));
@@ -865,7 +886,7 @@ TEST_F(TraceFileTest, MachineContextRoundTrips) {
   auto c = read_trace(file, &error);
   ASSERT_TRUE(c) << error;
   EXPECT_EQ(c->meta.runtime, "jvm");
-  EXPECT_EQ(c->meta.minor_version, 2u);
+  EXPECT_EQ(c->meta.minor_version, kTraceMinorVersion);
   ASSERT_EQ(c->snapshots.size(), 1u);
   const Snapshot& got = c->snapshots[0];
   EXPECT_EQ(got.tick_ns, snap.tick_ns);

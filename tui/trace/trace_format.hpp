@@ -1,4 +1,4 @@
-// The platoon trace file, version 1: constants and the layout both sides agree on. The prose
+// The platoon trace file, version 2 (reads 1 too): constants and the layout both sides agree on. The prose
 // (why chunks, why this encoding, what a reader must check) is in docs/trace-format.md; this header
 // is the part the compiler checks.
 //
@@ -6,8 +6,9 @@
 //   header := magic[8] = 89 'P' 'L' 'A' 'T' 'O' 'O' 'N' | u16 major | u16 minor | u32 reserved (0)
 //   chunk  := u32 type (fourcc) | u32 length | u32 crc32 | payload[length]
 //             crc32 = zlib crc32 over the type and length bytes, then the payload
-//   payload:= u8 encoding (0 stored, 1 zlib) | body           (stored)
+//   payload:= u8 encoding (0 stored, 1 zlib, 2 zstd) | body    (stored)
 //                                            | varint raw_len | zlib stream   (zlib)
+//                                            | varint raw_len | zstd frame    (zstd, since 2.0)
 //
 // Fixed-width integers are little-endian. The first chunk is META; then SNAP, EVTS and NOTE in
 // the order they happened; a finished recording ends with STOP.
@@ -28,8 +29,11 @@ namespace platoon::model {
 // tool only targets little-endian machines (x86_64, arm64), where host layout = file layout.
 static_assert(std::endian::native == std::endian::little, "the trace format stores little-endian host structs");
 
-inline constexpr uint16_t kTraceMajorVersion = 1;  // readers refuse a larger major
-inline constexpr uint16_t kTraceMinorVersion = 2;  // a larger minor only adds chunk types / trailing fields
+// 2.0: chunks may be zstd-compressed (encoding 2), which a 1.x reader cannot read, hence the
+// major. Otherwise as 1.2: this reader reads 1.x files too.
+inline constexpr uint16_t kTraceMajorVersion = 2;  // readers refuse a larger major
+inline constexpr uint16_t kTraceOldestMajorVersion = 1;
+inline constexpr uint16_t kTraceMinorVersion = 0;  // a larger minor only adds chunk types / trailing fields
 
 inline constexpr uint8_t kTraceMagic[8] = {0x89, 'P', 'L', 'A', 'T', 'O', 'O', 'N'};
 inline constexpr size_t kTraceHeaderBytes = 16;
@@ -44,7 +48,8 @@ inline constexpr uint32_t kMaxThreadsPerSnapshot = 1u << 17;  // 8x PLATOON_MAX_
 inline constexpr uint32_t kMaxPairsPerSnapshot = 1u << 17;
 inline constexpr uint32_t kMaxCpusInTrace = 1u << 14;        // lost_events_per_cpu, cpu_switch_ins
 inline constexpr uint32_t kMaxListItems = 1u << 16;           // pids, command words
-// Deflate cannot expand more than ~1032:1; a claimed raw length beyond that is a lie.
+// Deflate cannot expand more than ~1032:1; a claimed raw length beyond that is a lie. zstd can
+// (runs), so the writer keeps zstd chunks within the same ratio and the reader holds both to it.
 inline constexpr uint64_t kMaxZlibRatio = 1040;
 
 // Caps on what a reader keeps, as opposed to the limits above on what is valid. A body within
@@ -77,7 +82,7 @@ enum class ChunkType : uint32_t {
   stop = fourcc('S', 'T', 'O', 'P'),      // string stop_reason | varint end_boottime_ns; last chunk
 };
 
-enum class ChunkEncoding : uint8_t { stored = 0, zlib = 1 };
+enum class ChunkEncoding : uint8_t { stored = 0, zlib = 1, zstd = 2 };
 
 // Conventional stop reasons (free-form strings in the file; these are what `record` writes).
 inline constexpr std::string_view kStopDuration = "duration reached";

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include <zlib.h>
+#include <zstd.h>
 
 namespace platoon::model {
 namespace {
@@ -355,16 +356,23 @@ std::optional<Chunk> next_chunk(Input& in, uint64_t off, bool verify_crc, std::v
   uint8_t encoding = r.u8();
   if (encoding == static_cast<uint8_t>(ChunkEncoding::stored)) {
     c.body = r.rest();
-  } else if (encoding == static_cast<uint8_t>(ChunkEncoding::zlib)) {
+  } else if (encoding == static_cast<uint8_t>(ChunkEncoding::zlib) ||
+             encoding == static_cast<uint8_t>(ChunkEncoding::zstd)) {
     uint64_t raw_len = r.varint();
     auto z = r.rest();
     // Bound the allocation by what the compressed bytes could possibly expand to.
     if (!r.ok() || raw_len == 0 || raw_len > kMaxChunkBytes || raw_len > z.size() * kMaxZlibRatio)
       return *why = "bad compressed length", std::nullopt;
     inflated.resize(static_cast<size_t>(raw_len));
-    uLongf out = static_cast<uLongf>(raw_len);
-    if (uncompress(inflated.data(), &out, z.data(), static_cast<uLong>(z.size())) != Z_OK || out != raw_len)
-      return *why = "bad compressed data", std::nullopt;
+    bool whole;
+    if (encoding == static_cast<uint8_t>(ChunkEncoding::zlib)) {
+      uLongf out = static_cast<uLongf>(raw_len);
+      whole = uncompress(inflated.data(), &out, z.data(), static_cast<uLong>(z.size())) == Z_OK && out == raw_len;
+    } else {
+      const size_t out = ZSTD_decompress(inflated.data(), inflated.size(), z.data(), z.size());
+      whole = !ZSTD_isError(out) && out == raw_len;
+    }
+    if (!whole) return *why = "bad compressed data", std::nullopt;
     c.body = inflated;
   } else {
     return *why = "unknown chunk encoding " + std::to_string(encoding), std::nullopt;
@@ -454,9 +462,9 @@ std::optional<uint64_t> read_head(Input& in, bool verify_crc, TraceContents& out
   if (size < kTraceHeaderBytes) return fail("truncated trace header");
   out.meta.version = uint32_t(head[8]) | uint32_t(head[9]) << 8;
   out.meta.minor_version = uint32_t(head[10]) | uint32_t(head[11]) << 8;
-  if (out.meta.version != kTraceMajorVersion)
+  if (out.meta.version < kTraceOldestMajorVersion || out.meta.version > kTraceMajorVersion)
     return fail("unsupported trace version " + std::to_string(out.meta.version) + " (this platoon reads " +
-                std::to_string(kTraceMajorVersion) + ")");
+                std::to_string(kTraceOldestMajorVersion) + " to " + std::to_string(kTraceMajorVersion) + ")");
   auto meta = next_chunk(in, kTraceHeaderBytes, verify_crc, raw, inflated, &why);
   if (meta && meta->type != ChunkType::meta) why = "first chunk is not META";
   if (meta && meta->type == ChunkType::meta) {

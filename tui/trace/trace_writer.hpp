@@ -42,7 +42,8 @@ struct TraceMeta {
 class TraceWriter {
  public:
   struct Options {
-    bool compress = true;         // zlib (level 1) for SNAP and EVTS chunks when it saves space
+    bool compress = true;         // zstd (level 1) for SNAP and EVTS chunks when it saves space
+    bool zlib = false;            // zlib (level 1) instead, as 1.x writers did (tests: old files)
     bool sync_on_finish = true;   // fdatasync before close in finish()
   };
 
