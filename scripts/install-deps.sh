@@ -11,8 +11,8 @@ PKGS=(
   g++ make clang llvm pkg-config python3 curl
   # kernel side: libbpf skeletons, vmlinux.h from BTF
   libbpf-dev bpftool libelf-dev zlib1g-dev
-  # trace files: zstd chunks (zlib still read)
-  libzstd-dev
+  # trace files: zstd chunks (zlib still read); the zstd tool for tests/tools/trace_events.py
+  libzstd-dev zstd
   # runtime
   libboost-context-dev libevent-dev systemtap-sdt-dev
   # server: HTTP parser (llhttp C sources), JSON

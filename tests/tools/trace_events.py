@@ -6,7 +6,7 @@ usage: trace_events.py FILE   → JSON: {"by_cpu": {"0": {"1": n, ...}}, "by_tid
                                        "epoll_ok_by_tid": {...}, "drain_by_tid": {...}}
 Event types (bpf/platoon.h): 1 switch, 2 waking, 3 wakeup, 4 wakeup_new, 5 migrate, 6 exit,
 7 epoll, 8 drain, 9 steal."""
-import json, struct, sys, zlib
+import json, struct, subprocess, sys, zlib
 
 SIZES = {1: 72, 2: 48, 3: 48, 4: 48, 5: 48, 6: 24, 7: 32, 8: 40, 9: 40}
 
@@ -36,9 +36,13 @@ def main(path):
         if ctype.to_bytes(4, "little") != b"EVTS":
             continue
         body = payload[1:]
-        if payload[0] == 1:
+        if payload[0] in (1, 2):  # zlib (1.x files), zstd (2.0: the zstd tool, Python has no codec)
             raw_len, p = varint(payload, 1)
-            body = zlib.decompress(payload[p:])
+            if payload[0] == 1:
+                body = zlib.decompress(payload[p:])
+            else:
+                body = subprocess.run(["zstd", "-d", "-c", "-q"], input=payload[p:], capture_output=True,
+                                      check=True).stdout
             assert len(body) == raw_len
         count, p = varint(body, 0)
         for _ in range(count):
