@@ -53,8 +53,8 @@ struct {
 } stats SEC(".maps");
 
 /* With targ_task_storage: each tracked thread's entry hangs off its task_struct, found by a
- * pointer test in the task's storage cache instead of a hash of its tid (about 30 ns less per
- * lookup, two lookups per switch). User space reads these through the dump_threads iterator.
+ * pointer test in the task's storage cache instead of a hash of its tid (what that saves:
+ * docs/kernel.md). User space reads these through the dump_threads iterator.
  * Without it user space turns this map into a one-entry hash that nothing reaches. */
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);

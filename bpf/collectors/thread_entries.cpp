@@ -29,12 +29,12 @@ void make_unused_hash(bpf_map* m) {
   bpf_map__set_max_entries(m, 1);
 }
 
-// The task walk's output: whole entries back to back.
-bool read_walk(bpf_link* link, std::vector<platoon_thread_stats>* out, std::string* error) {
+// The task walk's output, appended: whole entries back to back. On failure `error` says why.
+void read_walk(bpf_link* link, std::vector<platoon_thread_stats>* out, std::string* error) {
   const int fd = link ? bpf_iter_create(bpf_link__fd(link)) : -1;
   if (fd < 0) {
     if (error) *error = std::string("cannot run the thread walk: ") + std::strerror(link ? errno : ENOENT);
-    return false;
+    return;
   }
   std::vector<char> bytes;
   char buf[1 << 16];
@@ -44,12 +44,11 @@ bool read_walk(bpf_link* link, std::vector<platoon_thread_stats>* out, std::stri
   close(fd);
   if (err) {
     if (error) *error = std::string("thread walk: ") + std::strerror(err);
-    return false;
+    return;
   }
   const size_t count = bytes.size() / sizeof(platoon_thread_stats);
   out->resize(out->size() + count);
   std::memcpy(out->data() + out->size() - count, bytes.data(), count * sizeof(platoon_thread_stats));
-  return true;
 }
 
 }  // namespace

@@ -3,9 +3,9 @@
 //
 // Two places, chosen once per load:
 //  - task-local storage (tp_btf on 5.11+): each entry hangs off its task, found by the hooks
-//    with a cache test rather than a hash of the tid (about 30 ns less per lookup, two per
-//    switch). Read through the dump_threads task iterator; exited threads' final copies wait
-//    in exited_stats until reported. The bound is a counter in .bss (tracked_threads).
+//    with a cache test rather than a hash of the tid (two per switch; the saving is in
+//    docs/kernel.md). Read through the dump_threads task iterator; exited threads' final
+//    copies wait in exited_stats until reported. The bound is a .bss count (tracked_threads).
 //  - the `stats` hash (raw_tp, older kernels): read with batched lookups, bounded by its size.
 #pragma once
 

@@ -99,23 +99,13 @@ TEST_F(LossesTest, FullThreadMapCountsThreadsNotEvents) {
   o.threads_max = 8;
   auto c = open(o);
   ASSERT_TRUE(c);
-  std::set<uint32_t> seen, spawned;
+  std::set<uint32_t> seen;
   model::Snapshot s;
-  for (int round = 0; round < 5; ++round) {
-    std::vector<std::thread> ts;
-    std::mutex mu;
-    for (int i = 0; i < 10; ++i)
-      ts.emplace_back([&] {
-        {
-          std::lock_guard lk(mu);
-          spawned.insert(static_cast<uint32_t>(this_tid()));
-        }
-        for (int k = 0; k < 20; ++k) usleep(500);  // ~40 events each
-      });
-    for (auto& t : ts) t.join();
+  // ~40 events each
+  const std::vector<uint32_t> spawned = short_lived_thread_rounds(5, 10, 20, 500, [&] {
     s = c->snapshot();
     for (const auto& t : s.threads) seen.insert(t.tid);
-  }
+  });
   size_t never = 0;
   for (uint32_t tid : spawned) never += seen.count(tid) == 0;
   std::printf("  %zu threads spawned, %zu never tracked, untracked_threads %llu\n", spawned.size(), never,

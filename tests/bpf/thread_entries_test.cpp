@@ -18,6 +18,7 @@ namespace platoon::bpf::testing {
 namespace {
 
 using platoon::testing::read_voluntary;
+using platoon::testing::short_lived_thread_rounds;
 using platoon::testing::this_tid;
 
 class ThreadEntriesTest : public BpfTest, public ::testing::WithParamInterface<bool> {
@@ -67,23 +68,12 @@ TEST_P(ThreadEntriesTest, RoomComesBackAsExitsAreReported) {
   o.threads_max = 16;
   auto c = open_in_place(o);
   ASSERT_TRUE(c);
-  std::set<uint32_t> seen, spawned;
+  std::set<uint32_t> seen;
   model::Snapshot s;
-  for (int round = 0; round < 6; ++round) {
-    std::vector<std::thread> ts;
-    std::mutex mu;
-    for (int i = 0; i < 10; ++i)
-      ts.emplace_back([&] {
-        {
-          std::lock_guard lk(mu);
-          spawned.insert(static_cast<uint32_t>(this_tid()));
-        }
-        for (int k = 0; k < 10; ++k) usleep(300);
-      });
-    for (auto& t : ts) t.join();
+  const std::vector<uint32_t> spawned = short_lived_thread_rounds(6, 10, 10, 300, [&] {
     s = c->snapshot();
     for (const auto& t : s.threads) seen.insert(t.tid);
-  }
+  });
   size_t never = 0;
   for (uint32_t tid : spawned) never += seen.count(tid) == 0;
   EXPECT_EQ(spawned.size(), 60u);

@@ -55,6 +55,28 @@ inline void spin_until(uint64_t until_ns, const std::atomic<bool>* stop = nullpt
 }
 
 // ---- /proc/self/task/TID readers ----
+// `rounds` rounds of `threads` short-lived threads, each blocking `sleeps` times for `us`,
+// joined before `after_round` runs. Returns every spawned tid.
+inline std::vector<uint32_t> short_lived_thread_rounds(int rounds, int threads, int sleeps, useconds_t us,
+                                                       const std::function<void()>& after_round) {
+  std::vector<uint32_t> spawned;
+  std::mutex mu;
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::thread> ts;
+    for (int i = 0; i < threads; ++i)
+      ts.emplace_back([&] {
+        {
+          std::lock_guard lk(mu);
+          spawned.push_back(static_cast<uint32_t>(this_tid()));
+        }
+        for (int k = 0; k < sleeps; ++k) usleep(us);
+      });
+    for (auto& t : ts) t.join();
+    after_round();
+  }
+  return spawned;
+}
+
 inline std::string task_path(pid_t tid, const char* file) {
   return "/proc/self/task/" + std::to_string(tid) + "/" + file;
 }
