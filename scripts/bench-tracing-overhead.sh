@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # What tracing costs the traced server, side by side in one run: platoon-server's closed-loop
 # max TPS and fixed-rate p50 with no tracing, under `platoon record` (raw events; as shipped,
-# which holds the kernel's BPF run-time stats on for its cost report, and with --no-bpf-stats,
-# to show what that report costs), `platoon top
+# which samples the kernel's BPF run-time stats for its cost report, 100 ms of every second, and
+# with --no-bpf-stats, to show what that report costs), `platoon top
 # --batch` and `platoon exporter` (aggregates only), under `perf sched record` and under the
 # equivalent bpftrace script (tracing/sched.bt); plus the mean cost of each platoon BPF program
 # per event (kernel.bpf_stats_enabled: run_time_ns / run_cnt), per sched_switch and per epoll
 # wait call, and lost events. Issue 14's goals are in the summary's "goals" block.
-# Conditions alternate within each round, so drift in this noisy VM hits all of them alike;
-# the summary quotes medians over the rounds.
+# Conditions alternate within each round, so drift in this noisy VM hits all of them alike, and
+# their order rotates from round to round, so that none always follows the same one (a tracer's
+# teardown, perf's file going to disk); the summary quotes medians over the rounds.
 #
 # usage: scripts/bench-tracing-overhead.sh [BUILD_DIR] [--rounds N] [--duration S] [--rate R]
 #                                         [--conditions none,platoon,..]  (default: all seven;
@@ -93,7 +94,11 @@ json.dump(out, sys.stdout)' > "$out/progs-$1.json"
 # fixed rate this is the server's work per request plus every BPF program run on that CPU:
 # a steadier measure of tracing cost than max TPS, which the load and mock on CPU 0 also bound.
 cpu1_busy() { awk '$1 == "cpu1" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
-# CPU seconds (user + system) a tracer process has used so far.
+# The server's CPU seconds so far, to the nanosecond: the sum of its threads' run time
+# (/proc/PID/task/*/schedstat). /proc/PID/stat counts in 10 ms ticks, 1.7% of a phase's
+# ~0.6 s, as coarse as the differences measured. Its threads live as long as it does.
+server_seconds() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.9f\n", s / 1e9 }'; }
+# CPU seconds (user + system) a tracer process has used so far, exited threads included.
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"; }
 stop_tracer() {  # condition round
   [ -n "$tracer_pid" ] || return 0
@@ -107,28 +112,30 @@ stop_tracer() {  # condition round
 for c in "${conditions[@]}"; do
   [[ " ${all_conditions[*]} " == *" $c "* ]] || { echo "bench-tracing-overhead: unknown condition $c" >&2; exit 2; }
 done
+n=${#conditions[@]}
 for r in $(seq "$rounds"); do
-  for c in "${conditions[@]}"; do
+  for i in $(seq 0 $((n - 1))); do
+    c=${conditions[$(( (i + r - 1) % n ))]}
     start_tracer "$c" "$r"
     taskset -c 0 "$bin/platoon-load" --url "$url" --connections 64 --threads 1 --duration "$duration" --warmup 1 \
       --json "$out/max-$c-$r.json" > /dev/null
-    cpu1_busy > "$out/cpu1-$c-$r.before"; cpu_seconds "$spid" > "$out/server-$c-$r.before"
+    cpu1_busy > "$out/cpu1-$c-$r.before"; server_seconds "$spid" > "$out/server-$c-$r.before"
     taskset -c 0 "$bin/platoon-load" --url "$url" --rate "$rate" --connections 64 --threads 1 --duration "$duration" --warmup 1 \
       --json "$out/fixed-$c-$r.json" > /dev/null
-    cpu1_busy > "$out/cpu1-$c-$r.after"; cpu_seconds "$spid" > "$out/server-$c-$r.after"
+    cpu1_busy > "$out/cpu1-$c-$r.after"; server_seconds "$spid" > "$out/server-$c-$r.after"
     stop_tracer "$c" "$r"
     [ "$c" = platoon ] && prog_stats "$r"   # its own cost report: per-event figures per round
     echo "round $r $c: max $(json "$out/max-$c-$r.json" 'round(d["rate"])') req/s, p50 at $rate/s $(json "$out/fixed-$c-$r.json" 'd["latency_us"]["p50"]') us"
   done
 done
 
-# Per-program cost in a separate run at max TPS (the conditions above count only while a
-# platoon without --no-bpf-stats holds them on; the sysctl makes every program count here).
+# Per-program cost in a separate run at max TPS (the conditions above count only in the
+# windows a platoon without --no-bpf-stats samples; the sysctl makes every run count here).
 sysctl -qw kernel.bpf_stats_enabled=1
 start_tracer platoon cost
-cpu_seconds "$spid" > "$out/server-cost.before"
+server_seconds "$spid" > "$out/server-cost.before"
 taskset -c 0 "$bin/platoon-load" --url "$url" --connections 64 --threads 1 --duration "$duration" --json "$out/max-cost.json" > /dev/null
-cpu_seconds "$spid" > "$out/server-cost.after"
+server_seconds "$spid" > "$out/server-cost.after"
 stop_tracer platoon cost
 sysctl -qw kernel.bpf_stats_enabled=0
 prog_stats cost
@@ -190,8 +197,9 @@ def per_event(progs):
     ep_all = [n for n in progs if n.startswith("epoll_")]
     return (ns(*sw) / runs(*sw) if runs(*sw) else None, ns(*ep_all) / runs(*ep_exit) if runs(*ep_exit) else None)
 cost_switch, cost_epoll = per_event(progs)
-# The goal figures: medians over the rounds of each `platoon record` run's own cost report (it
-# holds the stats on), so one slow moment of the VM does not decide them; the cost run's too.
+# The goal figures: medians over the rounds of each `platoon record` run's own cost report (ns
+# per run from its sampling windows), so one slow moment of the VM does not decide them; the
+# cost run's too.
 rounds_ev = [per_event(read_progs(f)) for f in sorted(glob.glob(f"{out}/progs-[0-9]*.json"))]
 sw_rounds = [s for s, _ in rounds_ev if s is not None]
 ep_rounds = [e for _, e in rounds_ev if e is not None]

@@ -3,14 +3,19 @@
 # platoon-server under moderate load:
 #   (a) record prints "platoon cost: ..." at the end and report prints "observer cost: ..." (text
 #       and the JSON key observer_cost) from the notes it wrote;
-#   (b) the BPF run-time stats it turned on go off again after a normal exit and after kill -9:
-#       kernel.bpf_stats_enabled reads 0, and the programs of a second platoon that did not turn
-#       them on (--no-bpf-stats) stop being counted (the sysctl alone cannot tell: it shows what
-#       was written to it, not what platoon's fd holds on), and the killed recording still says
-#       what it cost up to its last periodic note;
-#   (c) plausibility against bpftool: the ns/run record reports for the sched_switch program is
-#       within 0.5x..2x of bpftool's run_time_ns/run_cnt delta read twice while it recorded, and
-#       the exporter's platoon_bpf_runs_total grows between two scrapes.
+#   (b) the BPF run-time stats it turns on (100 ms of every second by default: its stats fd is
+#       open about a tenth of the time, and a second platoon's programs are counted then and
+#       only then; all the time with --bpf-stats-always) go off again after a normal exit and
+#       after kill -9: kernel.bpf_stats_enabled reads 0, and the programs of a second platoon
+#       that did not turn them on (--no-bpf-stats) stop being counted (the sysctl alone cannot
+#       tell: it shows what was written to it, not what platoon's fd holds on), and the killed
+#       recording still says what it cost up to its last periodic note;
+#   (c) plausibility against bpftool and the kernel: the ns/run record reports for the
+#       sched_switch program is within 0.5x..2x of bpftool's run_time_ns/run_cnt delta read
+#       twice while it recorded; its runs per second, estimated from the sampled windows, are
+#       within 0.7x..1.4x of the machine's context switches per second (/proc/stat ctxt: the
+#       program runs once for each); the exporter's platoon_bpf_runs_total grows between two
+#       scrapes.
 set -uo pipefail
 . "$(dirname "$0")/lib/common.sh"
 use_tmp obscost
@@ -44,6 +49,9 @@ except OSError: pass
 for p in json.load(sys.stdin):
     if p["id"] in ids: print(p.get("name", "?"), p.get("run_time_ns", 0), p.get("run_cnt", 0))' "$1"
 }
+# stats_fd PID: 1 while PID holds the BPF stats on through an fd, else 0.
+stats_fd() { ls -l "/proc/$1/fd" 2>/dev/null | grep -c 'anon_inode:bpf-stats'; }
+ctxt() { awk '$1 == "ctxt" { print $2 }' /proc/stat; }
 # runs PID: the run count summed over PID's programs.
 runs() { progs "$1" | awk '{ n += $3 } END { print n + 0 }'; }
 
@@ -54,11 +62,13 @@ start_load --rate 2000 --connections 40 --threads 1 --duration 30
 # ---- (a) + (c): record 4 s, bpftool read twice in between ----
 "$platoon" record -i 0.5 --pid "$spid" --duration 4 -o "$tmp/s.trace" 2> "$tmp/rec.err" & rec=$!; pids+=($rec)
 wait_started "$tmp/rec.err" recording record
+c0=$(ctxt) t0=$(date +%s.%N)
 sleep 0.5
 progs "$rec" > "$tmp/bt0"
 sleep 2
 progs "$rec" > "$tmp/bt1"
 wait "$rec" || { cat "$tmp/rec.err"; fail "record exit status"; }
+c1=$(ctxt) t1=$(date +%s.%N)
 cat "$tmp/rec.err"
 line=$(grep '^platoon cost: ' "$tmp/rec.err")
 if [[ $line =~ ^platoon\ cost:\ BPF\ [0-9.]+%\ of\ a\ CPU\ \(.*ns/run.*\),\ recorder\ [0-9.]+%\ CPU$ ]]; then
@@ -73,7 +83,7 @@ rline=$(grep '^observer cost: ' "$tmp/r.txt")
 grep -q '^note: observer cost' "$tmp/r.txt" && bad "the periodic cost notes are listed as notes" || ok "cost notes not repeated as notes"
 grep -q '^note: bpf cost: .* ns/run over [0-9]* runs' "$tmp/r.txt" && ok "the per-program 'bpf cost:' notes remain" \
   || bad "no 'bpf cost:' note"
-python3 - "$tmp/r.json" "$tmp/bt0" "$tmp/bt1" <<'PY' && ok "(c) ns/run within 0.5x..2x of bpftool" || bad "(c) plausibility against bpftool"
+python3 - "$tmp/r.json" "$tmp/bt0" "$tmp/bt1" "$c0" "$c1" "$t0" "$t1" <<'PY' && ok "(c) ns/run within 0.5x..2x of bpftool, switch runs within 0.7x..1.4x of /proc/stat" || bad "(c) plausibility against bpftool and /proc/stat"
 import json, sys
 c = json.load(open(sys.argv[1]))["observer_cost"]
 assert c["known"] and c["bpf_stats"] == "on", c
@@ -90,6 +100,12 @@ ratio = prog["ns_per_run"] / tool
 print(f"{prog['name']}: report {prog['ns_per_run']:.1f} ns/run over {prog['runs']} runs, bpftool {tool:.1f} ns/run "
       f"over {dn} runs: x{ratio:.2f}; BPF {c['bpf_cpu_pct']:.3f}% of a CPU, recorder {c['recorder_cpu_pct']:.2f}%")
 assert 0.5 <= ratio <= 2, ratio
+# The switch programs run once per context switch on the machine: the estimate from the
+# sampled windows against the kernel's own count over about the same span.
+est = sum(p["runs"] for p in c["programs"] if "switch" in p["name"]) / c["wall_s"]
+truth = (int(sys.argv[5]) - int(sys.argv[4])) / (float(sys.argv[7]) - float(sys.argv[6]))
+print(f"switch runs {est:.0f}/s estimated from the sampled windows, {truth:.0f}/s in /proc/stat: x{est / truth:.2f}")
+assert 0.7 <= est / truth <= 1.4, (est, truth)
 PY
 
 # ---- (b) the stats go off: normal exit, then kill -9 ----
@@ -103,10 +119,19 @@ r0=$(runs "$watcher"); sleep 0.5; r1=$(runs "$watcher")
   || bad "(b) stats on with nobody holding them ($r0 -> $r1 runs)"
 "$platoon" record -i 0.5 --pid "$spid" -o "$tmp/k.trace" 2> "$tmp/k.err" & victim=$!; pids+=($victim)
 wait_started "$tmp/k.err" recording "record (to kill)"
-sleep 5   # past the first periodic cost note (every 5 s)
-r2=$(runs "$watcher"); sleep 0.5; r3=$(runs "$watcher")
-[ "$r3" -gt "$r2" ] && ok "(b) while a recorder holds the stats the kernel counts every program ($r2 -> $r3 runs)" \
-  || bad "(b) the recorder did not turn the stats on ($r2 -> $r3)"
+# Sampled: the fd is open about a tenth of the time, and the watcher's programs are counted
+# in some short spans (those that hold a window) and not in others.
+held=0; for _ in $(seq 100); do held=$((held + $(stats_fd "$victim"))); sleep 0.02; done
+counted=0 still=0
+for _ in $(seq 40); do
+  r2=$(runs "$watcher"); sleep 0.1; r3=$(runs "$watcher")
+  if [ "$r3" -gt "$r2" ]; then counted=$((counted + 1)); else still=$((still + 1)); fi
+done
+[ "$held" -ge 2 ] && [ "$held" -le 40 ] && ok "(b) sampled: the stats fd open at $held of 100 looks" \
+  || bad "(b) sampled: the stats fd open at $held of 100 looks (want about 10)"
+[ "$counted" -ge 2 ] && [ "$still" -ge 10 ] \
+  && ok "(b) sampled: the watcher's programs counted in $counted short spans, not in $still" \
+  || bad "(b) sampled: the watcher's programs counted in $counted short spans, not in $still"
 kill -9 "$victim"; wait "$victim" 2>/dev/null
 for _ in $(seq 40); do [ -z "$(progs "$victim")" ] && break; sleep 0.05; done
 r4=$(runs "$watcher"); sleep 0.5; r5=$(runs "$watcher")
@@ -118,6 +143,16 @@ grep -q '^observer cost: BPF [0-9.]*% of a CPU' "$tmp/k.txt" && ok "the killed r
   || { cat "$tmp/k.txt"; bad "no observer cost in the killed recording"; }
 grep -q 'cost: bpf ? cpu' "$tmp/top-nostats.txt" && ok "top --no-bpf-stats: header says the bpf cost is unknown" \
   || { head -5 "$tmp/top-nostats.txt"; bad "top --no-bpf-stats header"; }
+# --bpf-stats-always: held at every look, and let go at a normal exit.
+"$platoon" record --bpf-stats-always -i 0.5 --pid "$spid" -o "$tmp/a.trace" 2> "$tmp/a.err" & always=$!; pids+=($always)
+wait_started "$tmp/a.err" recording "record --bpf-stats-always"
+held=0; for _ in $(seq 10); do held=$((held + $(stats_fd "$always"))); sleep 0.1; done
+r6=$(runs "$watcher"); sleep 0.3; r7=$(runs "$watcher")
+kill -INT "$always"; wait "$always" 2>/dev/null
+r8=$(runs "$watcher"); sleep 0.5; r9=$(runs "$watcher")
+[ "$held" = 10 ] && [ "$r7" -gt "$r6" ] && [ "$r9" = "$r8" ] && [ -z "$(holders)" ] \
+  && ok "(b) --bpf-stats-always: held at 10 of 10 looks, counting ($r6 -> $r7 runs), off after it ended" \
+  || bad "(b) --bpf-stats-always: held at $held of 10 looks, runs $r6 -> $r7, after the end $r8 -> $r9, holders '$(holders)'"
 kill -INT "$watcher"; wait "$watcher" 2>/dev/null
 
 # ---- top's header and the exporter's self-metrics ----
@@ -126,7 +161,7 @@ grep -q '^cost: bpf [0-9.]*% cpu, self [0-9.]*%' "$tmp/top.txt" && ok "top --bat
   || { head -5 "$tmp/top.txt"; bad "no cost in top's header"; }
 start_exporter "$tmp/exp.err" --pid "$spid"
 curl -sf "http://127.0.0.1:$eport/metrics" > "$tmp/m0" || fail "scrape"
-sleep 1
+sleep 1.5   # at least one sampling window
 curl -sf "http://127.0.0.1:$eport/metrics" > "$tmp/m1" || fail "scrape"
 total() { awk '/^platoon_bpf_runs_total\{/ { n += $2 } END { printf "%d\n", n }' "$1"; }
 grep -q '^platoon_bpf_stats_enabled 1$' "$tmp/m1" && grep -q '^platoon_self_cpu_seconds_total ' "$tmp/m1" \

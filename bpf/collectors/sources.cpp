@@ -4,17 +4,23 @@
 #include <cstdio>
 #include <thread>
 
-#include "bpf/collectors/bpf_stats.hpp"
+#include "bpf/collectors/bpf_cost_sampler.hpp"
 #include "bpf/collectors/collector.hpp"
 #include "bpf/collectors/procfs_sampler.hpp"
 
 namespace platoon::bpf {
 namespace {
 
+std::vector<model::ProgramCost> program_costs(const Collector& c) {
+  std::vector<model::ProgramCost> out;
+  for (const auto& p : c.program_stats()) out.push_back({p.name, p.run_cnt, p.run_time_ns, p.recursion_misses});
+  return out;
+}
+
 class BpfSource final : public model::SnapshotSource {
  public:
-  BpfSource(std::unique_ptr<Collector> c, bool events, BpfStatsHold stats)
-      : c_(std::move(c)), events_(events), stats_(std::move(stats)) {}
+  BpfSource(std::unique_ptr<Collector> c, bool events, model::BpfStatsMode stats)
+      : c_(std::move(c)), events_(events), cost_(stats, [c = c_.get()] { return program_costs(*c); }) {}
   // rescan --comm, adopt forked children (their runtime probes), age idle pairs.
   void refresh() override { c_->refresh(); }
   model::Snapshot snapshot() override { return c_->snapshot(); }
@@ -28,7 +34,7 @@ class BpfSource final : public model::SnapshotSource {
   std::vector<std::string> notes() const override { return c_->notes(); }
   std::vector<std::string> cost_notes() const override {
     std::vector<std::string> out;
-    for (const auto& p : c_->program_stats()) {
+    for (const auto& p : cost_.reading().programs) {   // what the kernel counted: ns/run is exact
       if (p.run_cnt == 0 || p.run_time_ns == 0) continue;
       char line[160];
       std::snprintf(line, sizeof line, "bpf cost: %s %.1f ns/run over %llu runs", p.name.c_str(),
@@ -38,17 +44,12 @@ class BpfSource final : public model::SnapshotSource {
     }
     return out;
   }
-  model::CostReading cost() const override {
-    model::CostReading r{stats_.counting() ? model::BpfStats::on : model::BpfStats::unknown, stats_.why(), {}};
-    for (const auto& p : c_->program_stats())
-      r.programs.push_back({p.name, p.run_cnt, p.run_time_ns, p.recursion_misses});
-    return r;
-  }
+  model::CostReading cost() const override { return cost_.reading(); }
 
  private:
   std::unique_ptr<Collector> c_;
   bool events_;   // without a ring buffer the poll returns at once: wait out the timeout
-  BpfStatsHold stats_;   // the kernel counts run time for as long as the source lives
+  BpfCostSampler cost_;   // after c_: its thread reads c_'s programs until it stops
 };
 
 class ProcfsSource final : public model::SnapshotSource {
@@ -97,7 +98,7 @@ std::unique_ptr<model::SnapshotSource> open_source(const SourceOptions& opt, std
   OpenError kind = OpenError::none;
   std::string message;
   if (auto c = Collector::open(opt, &kind, &message))
-    return std::make_unique<BpfSource>(std::move(c), opt.record_events, BpfStatsHold::acquire(opt.bpf_stats));
+    return std::make_unique<BpfSource>(std::move(c), opt.record_events, opt.bpf_stats);
   // Without BPF privileges or BTF the same tables come from /proc, with fewer fields; anything
   // else is a real failure and is reported as such.
   if (kind == OpenError::permission || kind == OpenError::no_btf) {

@@ -20,9 +20,9 @@ namespace platoon::bpf {
 // pids, comm and follow_forks of them).
 struct SourceOptions : CollectorOptions {
   bool procfs = false;          // sample /proc instead of loading BPF
-  // Hold the kernel's BPF run-time stats on while the source lives (bpf_stats.hpp), so that
-  // cost() can say what the programs cost; false reads them only if someone else turned them on.
-  bool bpf_stats = false;
+  // How the kernel counts the programs' run time, so that cost() can say what they cost
+  // (bpf_cost_sampler.hpp); off reads the counters only if someone else turned them on.
+  model::BpfStatsMode bpf_stats = model::BpfStatsMode::off;
 };
 
 // BPF, or procfs when asked or when BPF lacks privileges, BTF or kernel support; null on any

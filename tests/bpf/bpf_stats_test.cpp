@@ -5,11 +5,17 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
+#include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
+#include <thread>
 
 #include "bpf/collectors/bpf_stats.hpp"
 #include "bpf/collectors/sources.hpp"
+#include "bpf/snapshot/clock.hpp"
 #include "tests/bpf/fixture.hpp"
 
 namespace platoon::bpf {
@@ -26,16 +32,40 @@ int stats_fds() {
   return n;
 }
 
-uint64_t switch_runs(const model::SnapshotSource& s) {
+uint64_t switch_runs(const model::CostReading& r) {
   uint64_t n = 0;
-  for (const auto& p : s.cost().programs)
+  for (const auto& p : r.programs)
     if (p.name.find("switch") != std::string::npos) n += p.run_cnt;
   return n;
 }
+uint64_t switch_runs(const model::SnapshotSource& s) { return switch_runs(s.cost()); }
 
 // Context switches on this thread: sched_switch runs for each, traced or not.
 void switch_a_lot() {
   for (int i = 0; i < 200; ++i) usleep(100);
+}
+
+// Context switches on the whole machine so far (/proc/stat ctxt): the kernel counts one where
+// the sched_switch tracepoint fires, so it is how often the switch program ran.
+uint64_t machine_switches() {
+  std::ifstream in("/proc/stat");
+  std::string key;
+  uint64_t v = 0;
+  while (in >> key) {
+    if (key == "ctxt") {
+      in >> v;
+      return v;
+    }
+    in.ignore(1 << 16, '\n');
+  }
+  return 0;
+}
+
+uint64_t switch_time_ns(const model::CostReading& r) {
+  uint64_t n = 0;
+  for (const auto& p : r.programs)
+    if (p.name.find("switch") != std::string::npos) n += p.run_time_ns;
+  return n;
 }
 
 class BpfStatsTest : public testing::BpfTest {
@@ -71,7 +101,7 @@ TEST_F(BpfStatsTest, SourceCostCountsOnlyWithTheStats) {
   opt.pids = {getpid()};
   std::string error, note;
   {
-    opt.bpf_stats = false;
+    opt.bpf_stats = model::BpfStatsMode::off;
     auto src = open_source(opt, error, note);
     ASSERT_TRUE(src) << error;
     ASSERT_EQ(src->source(), model::Source::bpf) << note;
@@ -79,7 +109,7 @@ TEST_F(BpfStatsTest, SourceCostCountsOnlyWithTheStats) {
     switch_a_lot();
     EXPECT_EQ(switch_runs(*src), 0u);     // nobody holds the stats: the kernel does not count
   }
-  opt.bpf_stats = true;
+  opt.bpf_stats = model::BpfStatsMode::always;
   auto src = open_source(opt, error, note);
   ASSERT_TRUE(src) << error;
   EXPECT_EQ(src->cost().stats, model::BpfStats::on) << src->cost().why;
@@ -92,6 +122,55 @@ TEST_F(BpfStatsTest, SourceCostCountsOnlyWithTheStats) {
   auto procfs = open_source(opt, error, note);
   ASSERT_TRUE(procfs) << error;
   EXPECT_EQ(procfs->cost().stats, model::BpfStats::none);
+}
+
+// Sampled (the default of record, top and the exporter): the stats fd is held for about a tenth
+// of the time, the counted time says so, and the runs scaled from it match the machine's own
+// count of context switches over the same span.
+TEST_F(BpfStatsTest, SampledStatsHoldAWindowOfEverySecond) {
+  SourceOptions opt;
+  opt.pids = {getpid()};
+  opt.bpf_stats = model::BpfStatsMode::sampled;
+  std::string error, note;
+  auto src = open_source(opt, error, note);
+  ASSERT_TRUE(src) << error;
+  ASSERT_EQ(src->source(), model::Source::bpf) << note;
+  // A steady stream of switches, so that a tenth of the time stands for the whole.
+  std::atomic<bool> stop{false};
+  std::thread sleeper([&] {
+    while (!stop) usleep(200);
+  });
+  const model::CostReading a = src->cost();
+  const uint64_t t0 = model::boottime_ns(), ctxt0 = machine_switches();
+  int held = 0, looks = 0;
+  while (model::boottime_ns() - t0 < 4'000'000'000ull) {
+    held += stats_fds();
+    ++looks;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const model::CostReading b = src->cost();
+  const uint64_t wall = model::boottime_ns() - t0, ctxt = machine_switches() - ctxt0;
+  stop = true;
+  sleeper.join();
+
+  EXPECT_TRUE(b.sampled);
+  EXPECT_EQ(b.stats, model::BpfStats::on) << b.why;
+  const double held_share = static_cast<double>(held) / looks;
+  EXPECT_GT(held_share, 0.03) << held << " of " << looks;
+  EXPECT_LT(held_share, 0.30) << held << " of " << looks;
+  const uint64_t counted = b.counted_ns - a.counted_ns;
+  EXPECT_GT(counted, wall / 20) << "counted " << counted << " ns of " << wall;
+  EXPECT_LT(counted, wall / 4) << "counted " << counted << " ns of " << wall;
+  ASSERT_GT(counted, 0u);
+  const double estimate = static_cast<double>(switch_runs(b) - switch_runs(a)) * static_cast<double>(wall) /
+                          static_cast<double>(counted);
+  std::printf("stats held at %d of %d looks; counted %.2f of %.2f s; %.0f switch runs estimated, %llu in /proc/stat\n",
+              held, looks, counted / 1e9, wall / 1e9, estimate, static_cast<unsigned long long>(ctxt));
+  EXPECT_GT(estimate, 0.75 * static_cast<double>(ctxt)) << estimate << " estimated, " << ctxt << " switches";
+  EXPECT_LT(estimate, 1.33 * static_cast<double>(ctxt)) << estimate << " estimated, " << ctxt << " switches";
+  EXPECT_GT(switch_time_ns(b), switch_time_ns(a));
+  src.reset();
+  EXPECT_EQ(stats_fds(), 0);   // the thread stopped with its window closed
 }
 
 }  // namespace

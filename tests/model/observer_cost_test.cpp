@@ -119,6 +119,46 @@ TEST(ObserverCost, NoteRoundTrips) {
   EXPECT_EQ(cost_note(*back), note);
 }
 
+// Sampled stats: 1 s of the 10 counted. The span's figures are the counted ones scaled by
+// 10; ns per run is the same; misses (counted by the kernel always) are not scaled.
+CostSample sampled(uint64_t wall_ns, uint64_t counted_ns, std::vector<ProgramCost> progs) {
+  CostSample s = sample(wall_ns, 0, std::move(progs));
+  s.bpf.sampled = true;
+  s.bpf.counted_ns = counted_ns;
+  return s;
+}
+
+TEST(ObserverCost, SampledStatsAreScaledToTheSpan) {
+  const CostSample a = sampled(5 * kSec, kSec / 2, {{"switch_btf", 500, 47'500, 1}});
+  const CostSample b = sampled(15 * kSec, kSec / 2 + kSec, {{"switch_btf", 10'500, 997'500, 3}});
+  const ObserverCost c = observer_cost(a, b);
+  EXPECT_EQ(c.stats, BpfStats::on);
+  EXPECT_EQ(c.counted_ns, kSec);
+  ASSERT_EQ(c.programs.size(), 1u);
+  EXPECT_EQ(c.programs[0].runs, 100'000u);
+  EXPECT_EQ(c.programs[0].run_ns, 9'500'000u);
+  EXPECT_EQ(c.programs[0].misses, 2u);
+  EXPECT_DOUBLE_EQ(*c.programs[0].ns_per_run, 95.0);
+  EXPECT_DOUBLE_EQ(c.programs[0].runs_per_s, 10'000.0);
+  EXPECT_NE(cost_summary(c).find("sampled 1.0 of 10.0 s"), std::string::npos) << cost_summary(c);
+  // The note carries the estimates and the counted time: read back, nothing is scaled twice.
+  auto back = parse_cost_note(cost_note(c));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->counted_ns, kSec);
+  EXPECT_EQ(back->programs[0].runs, 100'000u);
+  EXPECT_EQ(cost_note(*back), cost_note(c));
+}
+
+TEST(ObserverCost, SampledSpanWithoutAWindowIsUnknown) {
+  const CostSample a = sampled(5 * kSec, kSec, {{"switch_btf", 500, 47'500, 0}});
+  const CostSample b = sampled(5 * kSec + kSec / 2, kSec, {{"switch_btf", 500, 47'500, 0}});
+  EXPECT_EQ(counted_between(a, b), 0u);
+  const ObserverCost c = observer_cost(a, b);
+  EXPECT_EQ(c.stats, BpfStats::unknown);
+  EXPECT_TRUE(c.programs.empty());
+  EXPECT_NE(c.why.find("no BPF stats sampling window"), std::string::npos) << c.why;
+}
+
 TEST(ObserverCost, UnknownNoteKeepsItsReason) {
   const ObserverCost c = observer_cost(BpfStats::unknown, "--no-bpf-stats and kernel.bpf_stats_enabled=0", kSec,
                                        1000, {});
@@ -198,6 +238,18 @@ TEST(ObserverCostExporter, SelfMetrics) {
   EXPECT_NE(off.find("platoon_bpf_stats_enabled 0\n"), std::string::npos);
   EXPECT_EQ(off.find("platoon_bpf_runs_total{"), std::string::npos);
   EXPECT_NE(off.find("platoon_self_cpu_seconds_total 0.25\n"), std::string::npos);
+  EXPECT_EQ(off.find("platoon_bpf_stats_sampled_seconds_total"), std::string::npos);
+
+  // Sampled, 100 ms of every second: the windows' counts are scaled to the whole time.
+  info.bpf_cost.stats = BpfStats::on;
+  info.bpf_cost.sampled = true;
+  info.bpf_cost.counted_ns = 300'000'000;
+  const std::string sampled = e.render(info);
+  for (const char* want : {"platoon_bpf_run_seconds_total{program=\"switch_btf\"} 0.00095\n",
+                           "platoon_bpf_runs_total{program=\"switch_btf\"} 10000\n",
+                           "platoon_bpf_recursion_misses_total{program=\"switch_btf\"} 1\n",
+                           "platoon_bpf_stats_sampled_seconds_total 0.3\n"})
+    EXPECT_NE(sampled.find(want), std::string::npos) << want << sampled;
 }
 
 }  // namespace

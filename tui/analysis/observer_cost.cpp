@@ -76,11 +76,12 @@ CostSample take_cost_sample(const SnapshotSource& source) {
 }
 
 ObserverCost observer_cost(BpfStats stats, std::string why, uint64_t wall_ns, uint64_t self_ns,
-                           const std::vector<ProgramCost>& deltas) {
+                           const std::vector<ProgramCost>& deltas, uint64_t counted_ns) {
   ObserverCost c;
   c.stats = stats;
   c.why = std::move(why);
   c.wall_ns = wall_ns;
+  c.counted_ns = counted_ns;
   c.wall_s = static_cast<double>(wall_ns) / 1e9;
   c.self_cpu_ns = self_ns;
   c.self_cpu_pct = c.wall_s > 0 ? static_cast<double>(self_ns) / static_cast<double>(wall_ns) * 100.0 : 0.0;
@@ -109,6 +110,11 @@ ObserverCost observer_cost(BpfStats stats, std::string why, uint64_t wall_ns, ui
   return c;
 }
 
+uint64_t counted_between(const CostSample& from, const CostSample& to) {
+  const uint64_t before = from.bpf.sampled ? from.bpf.counted_ns : 0;
+  return to.bpf.counted_ns > before ? to.bpf.counted_ns - before : 0;
+}
+
 ObserverCost observer_cost(const CostSample& from, const CostSample& to) {
   std::vector<ProgramCost> deltas;
   for (const ProgramCost& b : to.bpf.programs) {
@@ -133,7 +139,22 @@ ObserverCost observer_cost(const CostSample& from, const CostSample& to) {
   }
   const uint64_t wall = to.wall_ns > from.wall_ns ? to.wall_ns - from.wall_ns : 0;
   const uint64_t self = to.self_cpu_ns > from.self_cpu_ns ? to.self_cpu_ns - from.self_cpu_ns : 0;
-  return observer_cost(stats, std::move(why), wall, self, deltas);
+  uint64_t counted = 0;
+  if (stats == BpfStats::on && to.bpf.sampled) {
+    counted = counted_between(from, to);
+    if (counted == 0) {
+      stats = BpfStats::unknown;
+      why = "no BPF stats sampling window in this span (" + why + ")";
+    }
+    // Counted work over counted time, as the span's estimate. The windows are timed apart from
+    // the samples, so counted may read a hair over wall: never scale down.
+    const long double scale = counted && wall > counted ? static_cast<long double>(wall) / counted : 1.0L;
+    for (ProgramCost& d : deltas) {
+      d.run_cnt = static_cast<uint64_t>(d.run_cnt * scale + 0.5L);
+      d.run_time_ns = static_cast<uint64_t>(d.run_time_ns * scale + 0.5L);
+    }
+  }
+  return observer_cost(stats, std::move(why), wall, self, deltas, counted);
 }
 
 std::string cost_summary(const ObserverCost& c, const std::string& self, size_t max_programs) {
@@ -147,6 +168,8 @@ std::string cost_summary(const ObserverCost& c, const std::string& self, size_t 
                            p.ns_per_run ? fmt::format("{:.0f}", *p.ns_per_run) : std::string("-"), rate(p.runs_per_s));
     }
     if (c.programs.size() > max_programs) progs += fmt::format(", {} more", c.programs.size() - max_programs);
+    if (c.counted_ns) progs += fmt::format("{}sampled {:.1f} of {:.1f} s", progs.empty() ? "" : "; ",
+                                           static_cast<double>(c.counted_ns) / 1e9, c.wall_s);
     if (!progs.empty()) s += " (" + progs + ")";
   } else if (c.stats == BpfStats::unknown) {
     s = "BPF unknown (" + c.why + ")";
@@ -167,6 +190,7 @@ std::string cost_note(const ObserverCost& c) {
   std::string s = std::string(kNotePrefix) + cost_summary(c) + std::string(kDataSep);
   fmt::format_to(std::back_inserter(s), "stats={} wall_ns={} self_cpu_ns={}", to_string(c.stats),
                  c.wall_ns, c.self_cpu_ns);
+  if (c.counted_ns) fmt::format_to(std::back_inserter(s), " counted_ns={}", c.counted_ns);
   for (const ProgramRate& p : c.programs)
     fmt::format_to(std::back_inserter(s), " prog={}/{}/{}/{}", p.name, p.runs, p.run_ns, p.misses);
   // Last: the reason is free text, spaces and all.
@@ -182,6 +206,7 @@ std::optional<ObserverCost> parse_cost_note(std::string_view text) {
   std::string_view data = text.substr(sep + kDataSep.size());
   std::optional<BpfStats> stats;
   std::optional<uint64_t> wall, self;
+  uint64_t counted = 0;
   std::string why;
   std::vector<ProgramCost> progs;
   while (!data.empty()) {
@@ -201,6 +226,8 @@ std::optional<ObserverCost> parse_cost_note(std::string_view text) {
     } else if (key == "wall_ns" || key == "self_cpu_ns") {
       if (!parse_u64(value, n)) return std::nullopt;
       (key == "wall_ns" ? wall : self) = n;
+    } else if (key == "counted_ns") {
+      if (!parse_u64(value, counted)) return std::nullopt;
     } else if (key == "prog") {
       auto p = parse_program(value);
       if (!p) return std::nullopt;
@@ -208,7 +235,7 @@ std::optional<ObserverCost> parse_cost_note(std::string_view text) {
     }  // an unknown key is a newer writer's: skipped
   }
   if (!stats || !wall || !self) return std::nullopt;
-  return observer_cost(*stats, std::move(why), *wall, *self, progs);
+  return observer_cost(*stats, std::move(why), *wall, *self, progs, counted);
 }
 
 }  // namespace platoon::model

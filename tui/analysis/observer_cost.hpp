@@ -47,6 +47,10 @@ struct ObserverCost {
   std::string why;                             // how the stats were on, or why not
   uint64_t wall_ns = 0;
   double wall_s = 0;
+  // Sampled stats (model::BpfStatsMode::sampled): the time the kernel counted within the span.
+  // The programs' runs and run time are then estimates for the whole span (counted × wall /
+  // counted_ns); ns per run is exact either way. 0 when the stats were on throughout.
+  uint64_t counted_ns = 0;
   std::vector<ProgramRate> programs;           // the programs that ran, costliest first
   uint64_t bpf_runs = 0, bpf_run_ns = 0, bpf_misses = 0;
   double bpf_ns_per_s = 0, bpf_cpu_pct = 0;
@@ -54,11 +58,14 @@ struct ObserverCost {
   double self_cpu_pct = 0;                     // platoon's own CPU, % of one CPU
 };
 
-// From deltas: per-program run counts and times over wall_ns, and self CPU over it.
+// From deltas: per-program run counts and times over wall_ns, and self CPU over it. counted_ns:
+// see ObserverCost (the deltas are already the span's estimates).
 ObserverCost observer_cost(BpfStats stats, std::string why, uint64_t wall_ns, uint64_t self_cpu_ns,
-                           const std::vector<ProgramCost>& deltas);
+                           const std::vector<ProgramCost>& deltas, uint64_t counted_ns = 0);
 // Between two samples of the same source; programs are matched by name (a program whose
-// counters went backwards was reloaded: its counts since are `to`'s).
+// counters went backwards was reloaded: its counts since are `to`'s). Sampled readings are
+// scaled from the counted time to the span; a span with no counted time has unknown stats.
+uint64_t counted_between(const CostSample& from, const CostSample& to);
 ObserverCost observer_cost(const CostSample& from, const CostSample& to);
 
 // "BPF 0.82% of a CPU (switch_btf 95 ns/run 12.3k/s, ...), recorder 0.41% CPU": at most
@@ -69,7 +76,9 @@ std::string cost_summary(const ObserverCost& c, const std::string& self = "recor
 std::string cost_short(const ObserverCost& c);
 
 // A trace note: the summary for people, then " | " and the counters for report to read back:
-//   observer cost: BPF 0.82% ... | stats=on wall_ns=N self_cpu_ns=N prog=NAME/RUNS/NS/MISSES ... why=TEXT
+//   observer cost: BPF 0.82% ... | stats=on wall_ns=N self_cpu_ns=N [counted_ns=N] prog=NAME/RUNS/NS/MISSES ... why=TEXT
+// With sampled stats RUNS and NS are already the span's estimates, so that a reader that does
+// not know counted_ns still reads the right rates.
 std::string cost_note(const ObserverCost& c);
 bool is_cost_note(std::string_view text);
 // nullopt when the text is not a cost note or its counters do not parse.

@@ -146,8 +146,8 @@ class Exporter {
   std::string ended_;
 };
 
-// run_exporter with the --no-bpf-stats choice, which ExporterOptions has no field for.
-int run_exporter_with(const ExporterOptions& opt, bool bpf_stats) {
+// run_exporter with the --no-bpf-stats and --bpf-stats-always choice, which ExporterOptions has no field for.
+int run_exporter_with(const ExporterOptions& opt, model::BpfStatsMode bpf_stats) {
   auto fail = [](int code, const std::string& msg) {
     std::fprintf(stderr, "platoon exporter: %s\n", msg.c_str());
     return code;
@@ -176,7 +176,7 @@ int run_exporter_with(const ExporterOptions& opt, bool bpf_stats) {
 
 }  // namespace
 
-int run_exporter(const ExporterOptions& opt) { return run_exporter_with(opt, true); }
+int run_exporter(const ExporterOptions& opt) { return run_exporter_with(opt, model::BpfStatsMode::sampled); }
 
 CommandRun add_exporter(CLI::App& sub) {
   struct Flags {
@@ -190,7 +190,7 @@ CommandRun add_exporter(CLI::App& sub) {
       ->capture_default_str();
   f->live.add_procfs(sub, f->opt.live, "sample /proc instead of loading BPF (fewer metrics)");
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes");
-  f->live.add_no_bpf_stats(sub);
+  f->live.add_bpf_stats(sub);
   sub.footer("Examples:\n  platoon exporter --comm platoon-server --listen :9464\n"
              "  platoon exporter --pid 1234 --listen 127.0.0.1:9464");
   return [f](const std::vector<std::string>& command) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/snapshot/source.hpp"
 #include "tui/commands/commands.hpp"
 
 namespace CLI {
@@ -19,9 +20,9 @@ struct LiveFlags {
   std::string pids, comm, cgroup, kill_after, pair_idle;
   uint32_t threads_max = 0, pairs_max = 0;
   bool follow = false, no_follow = false, keep_running = false, no_usdt = false, all = false;
-  // --no-bpf-stats: LiveOptions has no field for it, so the command passes it to
-  // LiveSession::Setup::bpf_stats itself (bpf_stats()).
-  bool no_bpf_stats = false;
+  // --no-bpf-stats, --bpf-stats-always: LiveOptions has no field for them, so the command
+  // passes them to LiveSession::Setup::bpf_stats itself (bpf_stats()).
+  bool no_bpf_stats = false, bpf_stats_always = false;
 
   // --pid, --comm, --cgroup, --all, --follow-forks, --kill-after, --keep-running and the "Maps" group.
   void add_target(CLI::App& sub);
@@ -30,10 +31,14 @@ struct LiveFlags {
   void add_no_usdt(CLI::App& sub, const std::string& help);
   void add_raw_tp(CLI::App& sub, LiveOptions& live);
   void add_verbose(CLI::App& sub, LiveOptions& live);
-  // --no-bpf-stats: do not turn the kernel's BPF run-time stats on (the observer cost is then
-  // unknown unless kernel.bpf_stats_enabled=1).
-  void add_no_bpf_stats(CLI::App& sub);
-  bool bpf_stats() const { return !no_bpf_stats; }
+  // --no-bpf-stats (the kernel's BPF run-time stats never turned on: the observer cost is then
+  // unknown unless kernel.bpf_stats_enabled=1) and --bpf-stats-always (on the whole time rather
+  // than sampled).
+  void add_bpf_stats(CLI::App& sub);
+  model::BpfStatsMode bpf_stats() const {
+    return no_bpf_stats ? model::BpfStatsMode::off
+                        : bpf_stats_always ? model::BpfStatsMode::always : model::BpfStatsMode::sampled;
+  }
 
   bool names_target(const std::vector<std::string>& command) const {
     return !pids.empty() || !comm.empty() || !command.empty() || all || !cgroup.empty();

@@ -186,8 +186,8 @@ class RecordLoop {
   bool write_failed_ = false;
 };
 
-// run_record with the --no-bpf-stats choice, which RecordOptions has no field for.
-int record(const RecordOptions& opt, bool bpf_stats) {
+// run_record with the --no-bpf-stats and --bpf-stats-always choice, which RecordOptions has no field for.
+int record(const RecordOptions& opt, model::BpfStatsMode bpf_stats) {
   std::string error;
   // The output is checked and created first: a bad -o fails before anything is attached or run.
   auto output = model::OutputFile::create(opt.output, model::OutputFile::Existing::replace, &error);
@@ -231,7 +231,7 @@ int record(const RecordOptions& opt, bool bpf_stats) {
 
 }  // namespace
 
-int run_record(const RecordOptions& opt) { return record(opt, true); }
+int run_record(const RecordOptions& opt) { return record(opt, model::BpfStatsMode::sampled); }
 
 CommandRun add_record(CLI::App& sub) {
   struct Flags {
@@ -253,7 +253,7 @@ CommandRun add_record(CLI::App& sub) {
   sub.add_option("--ringbuf-mb", opt.live.ringbuf_mb, "ring buffer size for raw events")->capture_default_str();
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes (platoon-server targets)");
   f->live.add_raw_tp(sub, opt.live);
-  f->live.add_no_bpf_stats(sub);
+  f->live.add_bpf_stats(sub);
   sub.add_flag("-q,--quiet", opt.quiet, "no progress lines");
   f->live.add_verbose(sub, opt.live);
   sub.footer("Examples:\n  platoon record --pid 1234 --duration 10 -o run.trace\n"

@@ -50,7 +50,7 @@ class Top {
 
   void run() {
     prev_ = source_.snapshot();
-    if (!feed_.replay) cost_prev_ = model::take_cost_sample(source_);
+    if (!feed_.replay) cost_shown_from_ = cost_prev_ = model::take_cost_sample(source_);
     // A replay opens on its first window at once.
     next_ = model::boottime_ns() + (feed_.replay ? 0 : step_ns());
     if (screen_ && !feed_.replay) screen_->draw(st_);
@@ -159,7 +159,14 @@ class Top {
     st_.recording = recorder_.describe();
     if (!st_.paused()) st_.push(model::make_window(prev_, cur));
     prev_ = std::move(cur);
-    st_.cost = model::observer_cost(cost_prev_, cost);
+    // Sampled stats: an interval shorter than the sampling period can hold no window; the header
+    // then keeps its figures, and the next one covers both intervals.
+    if (!cost.bpf.sampled || model::counted_between(cost_shown_from_, cost) > 0) {
+      st_.cost = model::observer_cost(cost_shown_from_, cost);
+      cost_shown_from_ = cost;
+    } else if (st_.cost) {
+      st_.cost->self_cpu_pct = model::observer_cost(cost_prev_, cost).self_cpu_pct;
+    }
     cost_prev_ = std::move(cost);
     if (ended_.empty()) {
       ended_ = feed_.session->targets_gone();
@@ -194,7 +201,8 @@ class Top {
   model::TopState st_;
   Recorder recorder_;
   model::Snapshot prev_;
-  model::CostSample cost_prev_;  // live: the cost counters at the last interval
+  model::CostSample cost_prev_;        // live: the cost counters at the last interval
+  model::CostSample cost_shown_from_;  // and where the header's figures start
   uint64_t next_ = 0;
   long done_ = 0;
   std::string ended_;  // live: the targets are gone
@@ -233,7 +241,7 @@ void show_only(model::TopState& st, const std::vector<model::Column>& shown) {
   }
 }
 
-int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, bool batch, bool bpf_stats) {
+int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, bool batch, model::BpfStatsMode bpf_stats) {
   std::string error;
   // Without raw events: the live view reads the in-kernel aggregates once per interval only.
   auto session = LiveSession::open(opt.live, {.record_events = false, .bpf_stats = bpf_stats}, error);
@@ -309,8 +317,8 @@ int run_replay(const TopOptions& opt, const std::vector<model::Column>& shown, b
   return top.finish();
 }
 
-// run_top with the --no-bpf-stats choice, which TopOptions has no field for.
-int run_top_with(const TopOptions& opt, bool bpf_stats) {
+// run_top with the --no-bpf-stats and --bpf-stats-always choice, which TopOptions has no field for.
+int run_top_with(const TopOptions& opt, model::BpfStatsMode bpf_stats) {
   std::vector<model::Column> shown;
   std::string error;
   if (!choose_columns(opt.columns, shown, error)) return usage_error("top", error);
@@ -326,7 +334,7 @@ int run_top_with(const TopOptions& opt, bool bpf_stats) {
 
 }  // namespace
 
-int run_top(const TopOptions& opt) { return run_top_with(opt, true); }
+int run_top(const TopOptions& opt) { return run_top_with(opt, model::BpfStatsMode::sampled); }
 
 CommandRun add_top(CLI::App& sub) {
   struct Flags {
@@ -349,7 +357,7 @@ CommandRun add_top(CLI::App& sub) {
   f->live.add_procfs(sub, opt.live, "sample /proc instead of loading BPF (fewer fields)");
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes");
   f->live.add_raw_tp(sub, opt.live);
-  f->live.add_no_bpf_stats(sub);
+  f->live.add_bpf_stats(sub);
   f->live.add_verbose(sub, opt.live);
   sub.footer("Examples:\n  platoon top --pid 1234\n  platoon top --comm platoon-server --batch --iterations 5\n"
              "  platoon top -- build/bin/platoon-server --port 8080 --backend 127.0.0.1:9090\n"

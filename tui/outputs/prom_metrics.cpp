@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <functional>
 #include <iterator>
 #include <span>
@@ -269,27 +270,39 @@ Bound busiest(const Snapshot& s, size_t max_threads) {
 // What the exporter itself costs (docs/exporter.md "What platoon costs"): the kernel's counters
 // of its BPF programs, only while the kernel counts them (otherwise they stand at 0 and would
 // read as free), and its own CPU time. rate() of the first is the share of a CPU the probes
-// take, summed over every CPU they ran on.
+// take, summed over every CPU they ran on. Sampled stats (on 100 ms of every second) count a
+// tenth of the runs: the counters are scaled by the period over the window, which keeps them
+// monotonic and right over any rate() range of a few seconds or more.
 void observer_metrics(Out& out, const PromScrapeInfo& info) {
-  const bool counting = info.bpf_cost.stats == BpfStats::on;
+  const CostReading& cost = info.bpf_cost;
+  const bool counting = cost.stats == BpfStats::on;
+  const double scale = cost.sampled ? static_cast<double>(kStatsSamplePeriodNs) / kStatsSampleOnNs : 1.0;
+  const auto scaled = [scale](uint64_t n) { return static_cast<uint64_t>(std::llround(static_cast<double>(n) * scale)); };
   out.family("platoon_bpf_stats_enabled", "gauge",
-             "1 when the kernel counts BPF run time (platoon holds it on unless --no-bpf-stats), so that "
+             "1 when the kernel counts BPF run time (platoon samples it unless --no-bpf-stats), so that "
              "platoon_bpf_run_seconds_total and platoon_bpf_runs_total are exported.");
   out.bare("platoon_bpf_stats_enabled", counting ? 1.0 : 0.0);
   // Only the programs that have run: a program the target never triggers (epoll_pwait2 of a
   // libevent server) would be three series of zeros.
   std::vector<const ProgramCost*> ran;
-  for (const ProgramCost& p : info.bpf_cost.programs)
+  for (const ProgramCost& p : cost.programs)
     if (p.run_cnt || p.misses) ran.push_back(&p);
+  if (counting && cost.sampled) {
+    out.family("platoon_bpf_stats_sampled_seconds_total", "counter",
+               "Time the kernel counted BPF run time: the stats are on 100 ms of every second, and the run "
+               "counters below are those windows' counts scaled to the whole time.");
+    out.bare("platoon_bpf_stats_sampled_seconds_total", static_cast<double>(cost.counted_ns) / 1e9);
+  }
   if (counting && !ran.empty()) {
     out.family("platoon_bpf_run_seconds_total", "counter",
                "Time the exporter's BPF programs ran in the kernel, per program (bpf_prog_info run_time_ns).");
     for (const ProgramCost* p : ran)
       out.sample("platoon_bpf_run_seconds_total", fmt::format("program=\"{}\"", prom_escape_label(p->name)),
-                 seconds(p->run_time_ns));
+                 seconds(scaled(p->run_time_ns)));
     out.family("platoon_bpf_runs_total", "counter", "Runs of the exporter's BPF programs, per program.");
     for (const ProgramCost* p : ran)
-      out.sample("platoon_bpf_runs_total", fmt::format("program=\"{}\"", prom_escape_label(p->name)), p->run_cnt);
+      out.sample("platoon_bpf_runs_total", fmt::format("program=\"{}\"", prom_escape_label(p->name)),
+                 scaled(p->run_cnt));
     out.family("platoon_bpf_recursion_misses_total", "counter",
                "Runs the kernel skipped because the program was already running on that CPU.");
     for (const ProgramCost* p : ran)
