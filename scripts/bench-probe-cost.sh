@@ -7,7 +7,8 @@
 #
 # Conditions, alternating within each round: none; `floor` (bpftrace with one do-nothing
 # sys_exit_epoll_wait program: what any syscall-tracepoint hook costs on this kernel);
-# platoon record (as shipped), record --no-bpf-stats, top --batch, exporter; perf sched record.
+# platoon record (as shipped: the kernel's BPF run-time stats sampled, 100 ms of every second),
+# record --bpf-stats-always, record --no-bpf-stats, top --batch, exporter; perf sched record.
 # Medians over the rounds of (condition - that round's untraced run).
 #
 # usage: scripts/bench-probe-cost.sh [BUILD_DIR] [--rounds N]
@@ -45,6 +46,7 @@ run() {  # condition round → $out/COND-ROUND.json
       "${probe[@]}" --out "$j"
       kill -INT "$tracer"; wait "$tracer" || true; tracer= ;;
     record) taskset -c 0 "$bin/platoon" record -q -o "$out/r.trace" -- "${probe[@]}" --out "$j" 2> "$out/record-$r.err" ;;
+    record-always) taskset -c 0 "$bin/platoon" record -q --bpf-stats-always -o "$out/r.trace" -- "${probe[@]}" --out "$j" 2> /dev/null ;;
     record-nostats) taskset -c 0 "$bin/platoon" record -q --no-bpf-stats -o "$out/r.trace" -- "${probe[@]}" --out "$j" 2> /dev/null ;;
     top) taskset -c 0 "$bin/platoon" top --batch -- "${probe[@]}" --out "$j" > /dev/null 2>&1 ;;
     exporter)
@@ -55,7 +57,7 @@ run() {  # condition round → $out/COND-ROUND.json
   esac
 }
 
-conditions=(none floor record record-nostats top exporter perf)
+conditions=(none floor record record-always record-nostats top exporter perf)
 for r in $(seq "$rounds"); do
   for c in "${conditions[@]}"; do
     run "$c" "$r"

@@ -163,9 +163,20 @@ for c in conds:
               "cpu1_us_per_request_median": statistics.median(cpu),
               "server_us_per_request": srv, "server_us_per_request_median": statistics.median(srv)}
 # Paired per round against that round's untraced run, then the median: drift between rounds cancels.
+# How far that median can be trusted: a 90% bootstrap interval (fixed seed, so a rerun of the
+# summary prints the same), since single rounds here swing by several points.
+import random
+def ci90(values):
+    rng = random.Random(1)
+    meds = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(2000))
+    return [meds[100], meds[1899]]
 for c in conds:
     res[c]["max_tps_loss_pct"] = statistics.median(
         100.0 * (1 - res[c]["max_tps"][i] / res["none"]["max_tps"][i]) for i in range(rounds))
+    res[c]["max_tps_loss_pct_ci90"] = ci90(
+        [100.0 * (1 - res[c]["max_tps"][i] / res["none"]["max_tps"][i]) for i in range(rounds)])
+    res[c]["server_cpu_overhead_pct_ci90"] = ci90(
+        [100.0 * (res[c]["server_us_per_request"][i] / res["none"]["server_us_per_request"][i] - 1) for i in range(rounds)])
     res[c]["cpu_per_request_overhead_pct"] = statistics.median(
         100.0 * (res[c]["cpu1_us_per_request"][i] / res["none"]["cpu1_us_per_request"][i] - 1) for i in range(rounds))
     res[c]["server_cpu_overhead_pct"] = statistics.median(
@@ -240,6 +251,9 @@ for c in conds:
           f"{r['cpu1_us_per_request_median']:12.1f} {r['cpu_per_request_overhead_pct']:8.1f}% "
           f"{r['server_us_per_request_median']:14.1f} {r['server_cpu_overhead_pct']:8.1f}% {tcpu:12.2f}")
 print("(loss, p50 change and overhead: medians of per-round ratios against the same round's untraced run)")
+for c in conds[1:]:
+    lo, hi = res[c]["server_cpu_overhead_pct_ci90"]; llo, lhi = res[c]["max_tps_loss_pct_ci90"]
+    print(f"  {c}: 90% bootstrap interval of the server overhead {lo:.1f}..{hi:.1f}%, of the max-TPS loss {llo:.1f}..{lhi:.1f}%")
 print("platoon programs, mean ns per run (separate max-TPS run with kernel.bpf_stats_enabled=1):")
 for n, v in sorted(progs.items()):
     print(f"  {n:24} {v['ns_per_run']:8.1f} ns  ({v['run_cnt']} runs)")

@@ -1,6 +1,8 @@
 #include "bpf/collectors/bpf_cost_sampler.hpp"
 
 #include <fmt/format.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -37,6 +39,24 @@ void add_window(std::vector<ProgramCost>& sum, const std::vector<ProgramCost>& f
     it->run_time_ns += ns;
   }
 }
+
+// Every signal blocked in this thread while it lives, so that a thread it starts inherits the
+// mask from its first instruction: signals are for the command's own loop (its stop flag and
+// the waits they interrupt), never for the sampler.
+class SignalsBlocked {
+ public:
+  SignalsBlocked() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old_);
+  }
+  SignalsBlocked(const SignalsBlocked&) = delete;
+  SignalsBlocked& operator=(const SignalsBlocked&) = delete;
+  ~SignalsBlocked() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+
+ private:
+  sigset_t old_{};
+};
 
 }  // namespace
 
@@ -106,6 +126,7 @@ BpfCostSampler::BpfCostSampler(model::BpfStatsMode mode, ReadCounters read) : s_
   s_->sampling = true;
   s_->why = fmt::format("sampled by platoon: on {} ms of every {} ms", model::kStatsSampleOnNs / 1'000'000,
                         model::kStatsSamplePeriodNs / 1'000'000);
+  const SignalsBlocked blocked;
   s_->thread = std::thread([s = s_.get()] { s->run(); });
 }
 

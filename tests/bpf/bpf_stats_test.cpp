@@ -3,11 +3,12 @@
 // it (the anon_inode:bpf-stats fd in /proc/self/fd, and a program's run count standing still or
 // not). Needs root; skipped when kernel.bpf_stats_enabled=1 (then nothing turns on or off).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -59,6 +60,23 @@ uint64_t machine_switches() {
     in.ignore(1 << 16, '\n');
   }
   return 0;
+}
+
+// Threads of this process, other than the main one, that block SIGINT, SIGTERM and SIGHUP.
+int threads_blocking_stop_signals() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (e.path().filename() == std::to_string(getpid())) continue;
+    std::ifstream in(e.path() / "status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind("SigBlk:", 0) == 0) {
+        const unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+        const unsigned long long stop = (1ull << (SIGINT - 1)) | (1ull << (SIGTERM - 1)) | (1ull << (SIGHUP - 1));
+        n += (mask & stop) == stop;
+      }
+  }
+  return n;
 }
 
 uint64_t switch_time_ns(const model::CostReading& r) {
@@ -132,9 +150,12 @@ TEST_F(BpfStatsTest, SampledStatsHoldAWindowOfEverySecond) {
   opt.pids = {getpid()};
   opt.bpf_stats = model::BpfStatsMode::sampled;
   std::string error, note;
+  const int blocking = threads_blocking_stop_signals();
   auto src = open_source(opt, error, note);
   ASSERT_TRUE(src) << error;
   ASSERT_EQ(src->source(), model::Source::bpf) << note;
+  // The sampler's thread takes no signals: Ctrl-C goes to the command's loop.
+  EXPECT_EQ(threads_blocking_stop_signals(), blocking + 1);
   // A steady stream of switches, so that a tenth of the time stands for the whole.
   std::atomic<bool> stop{false};
   std::thread sleeper([&] {
