@@ -91,8 +91,9 @@ for n in json.load(sys.stdin).get("notes", []):
 json.dump(out, sys.stdout)' > "$out/progs-$1.json"
 }
 # Busy ticks of CPU 1 (the server's) so far: user, nice, system, irq, softirq, not steal. At a
-# fixed rate this is the server's work per request plus every BPF program run on that CPU:
-# a steadier measure of tracing cost than max TPS, which the load and mock on CPU 0 also bound.
+# fixed rate this is the server's work per request plus everything else that ran on that CPU.
+# Kept for reference, not trusted: counted in sampled ticks, it swings by tens of percent
+# between conditions (docs/benchmarks.md); the server's own schedstat below is the figure.
 cpu1_busy() { awk '$1 == "cpu1" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 # The server's CPU seconds so far, to the nanosecond: the sum of its threads' run time
 # (/proc/PID/task/*/schedstat). /proc/PID/stat counts in 10 ms ticks, 1.7% of a phase's
