@@ -1,6 +1,5 @@
 #include "bpf/collectors/bpf_cost_sampler.hpp"
 
-#include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -21,7 +20,9 @@ using model::ProgramCost;
 
 namespace {
 
-const ProgramCost* find(const std::vector<ProgramCost>& v, const std::string& name) {
+// The entry for `name` in v, or null (const or not, as v is).
+template <class Programs>
+auto* find(Programs& v, const std::string& name) {
   auto it = std::find_if(v.begin(), v.end(), [&](const ProgramCost& p) { return p.name == name; });
   return it == v.end() ? nullptr : &*it;
 }
@@ -33,10 +34,10 @@ void add_window(std::vector<ProgramCost>& sum, const std::vector<ProgramCost>& f
     const ProgramCost* a = find(from, b.name);
     const uint64_t runs = a && a->run_cnt <= b.run_cnt ? b.run_cnt - a->run_cnt : 0;
     const uint64_t ns = a && a->run_time_ns <= b.run_time_ns ? b.run_time_ns - a->run_time_ns : 0;
-    auto it = std::find_if(sum.begin(), sum.end(), [&](const ProgramCost& p) { return p.name == b.name; });
-    if (it == sum.end()) it = sum.insert(sum.end(), ProgramCost{b.name, 0, 0, 0});
-    it->run_cnt += runs;
-    it->run_time_ns += ns;
+    ProgramCost* s = find(sum, b.name);
+    if (!s) s = &sum.emplace_back(ProgramCost{b.name, 0, 0, 0});
+    s->run_cnt += runs;
+    s->run_time_ns += ns;
   }
 }
 
@@ -61,7 +62,6 @@ class SignalsBlocked {
 }  // namespace
 
 struct BpfCostSampler::State {
-  model::BpfStatsMode mode;
   ReadCounters read;
   std::string why;
   bool sampling = false;               // a thread opens and closes windows
@@ -114,7 +114,6 @@ struct BpfCostSampler::State {
 };
 
 BpfCostSampler::BpfCostSampler(model::BpfStatsMode mode, ReadCounters read) : s_(std::make_unique<State>()) {
-  s_->mode = mode;
   s_->read = std::move(read);
   if (mode != model::BpfStatsMode::sampled || bpf_stats_sysctl_on()) {
     s_->always.emplace(BpfStatsHold::acquire(mode == model::BpfStatsMode::always));
@@ -124,8 +123,7 @@ BpfCostSampler::BpfCostSampler(model::BpfStatsMode mode, ReadCounters read) : s_
   std::lock_guard lk(s_->m);
   if (!s_->open_window()) return;
   s_->sampling = true;
-  s_->why = fmt::format("sampled by platoon: on {} ms of every {} ms", model::kStatsSampleOnNs / 1'000'000,
-                        model::kStatsSamplePeriodNs / 1'000'000);
+  s_->why = std::string("sampled by platoon: on ") + model::kStatsSampleText;
   const SignalsBlocked blocked;
   s_->thread = std::thread([s = s_.get()] { s->run(); });
 }

@@ -39,8 +39,10 @@ enum class BpfStatsMode : uint8_t {
   sampled,   // on for kStatsSampleOnNs of every kStatsSamplePeriodNs (the default)
   always,    // --bpf-stats-always: on for as long as the source lives
 };
-inline constexpr uint64_t kStatsSampleOnNs = 100'000'000;        // 100 ms
-inline constexpr uint64_t kStatsSamplePeriodNs = 1'000'000'000;  // of every second
+inline constexpr uint64_t kStatsSampleOnNs = 100'000'000;
+inline constexpr uint64_t kStatsSamplePeriodNs = 1'000'000'000;
+// The two above in words, for help texts and metric descriptions: change them together.
+inline constexpr const char* kStatsSampleText = "100 ms of every second";
 struct CostReading {
   BpfStats stats = BpfStats::none;
   std::string why;                // how the stats are on, or why they are not

@@ -33,12 +33,17 @@ int stats_fds() {
   return n;
 }
 
-uint64_t switch_runs(const model::CostReading& r) {
-  uint64_t n = 0;
+// The sched_switch programs' runs and run time, summed.
+model::ProgramCost switch_programs(const model::CostReading& r) {
+  model::ProgramCost sum{"switch", 0, 0, 0};
   for (const auto& p : r.programs)
-    if (p.name.find("switch") != std::string::npos) n += p.run_cnt;
-  return n;
+    if (p.name.find("switch") != std::string::npos) {
+      sum.run_cnt += p.run_cnt;
+      sum.run_time_ns += p.run_time_ns;
+    }
+  return sum;
 }
+uint64_t switch_runs(const model::CostReading& r) { return switch_programs(r).run_cnt; }
 uint64_t switch_runs(const model::SnapshotSource& s) { return switch_runs(s.cost()); }
 
 // Context switches on this thread: sched_switch runs for each, traced or not.
@@ -76,13 +81,6 @@ int threads_blocking_stop_signals() {
         n += (mask & stop) == stop;
       }
   }
-  return n;
-}
-
-uint64_t switch_time_ns(const model::CostReading& r) {
-  uint64_t n = 0;
-  for (const auto& p : r.programs)
-    if (p.name.find("switch") != std::string::npos) n += p.run_time_ns;
   return n;
 }
 
@@ -189,7 +187,7 @@ TEST_F(BpfStatsTest, SampledStatsHoldAWindowOfEverySecond) {
               held, looks, counted / 1e9, wall / 1e9, estimate, static_cast<unsigned long long>(ctxt));
   EXPECT_GT(estimate, 0.75 * static_cast<double>(ctxt)) << estimate << " estimated, " << ctxt << " switches";
   EXPECT_LT(estimate, 1.33 * static_cast<double>(ctxt)) << estimate << " estimated, " << ctxt << " switches";
-  EXPECT_GT(switch_time_ns(b), switch_time_ns(a));
+  EXPECT_GT(switch_programs(b).run_time_ns, switch_programs(a).run_time_ns);
   src.reset();
   EXPECT_EQ(stats_fds(), 0);   // the thread stopped with its window closed
 }

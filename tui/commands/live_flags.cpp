@@ -37,12 +37,13 @@ void LiveFlags::add_verbose(CLI::App& sub, LiveOptions& live) {
 }
 
 void LiveFlags::add_bpf_stats(CLI::App& sub) {
+  const std::string window = model::kStatsSampleText;
   auto* no = sub.add_flag("--no-bpf-stats", no_bpf_stats,
-                          "never turn the kernel's BPF run-time stats on (by default they are on 100 ms of every "
-                          "second, to say what platoon costs; without them its BPF cost is unknown)");
+                          "never turn the kernel's BPF run-time stats on (by default they are on " + window +
+                              ", to say what platoon costs; without them its BPF cost is unknown)");
   sub.add_flag("--bpf-stats-always", bpf_stats_always,
-               "keep the kernel's BPF run-time stats on the whole time rather than 100 ms of every second "
-               "(exact totals; two more clock reads, ~40 ns, per probe run)")
+               "keep the kernel's BPF run-time stats on the whole time rather than " + window +
+                   " (exact totals; two more clock reads, ~40 ns, per probe run)")
       ->excludes(no);
 }
 

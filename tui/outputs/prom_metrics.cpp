@@ -270,8 +270,8 @@ Bound busiest(const Snapshot& s, size_t max_threads) {
 // What the exporter itself costs (docs/exporter.md "What platoon costs"): the kernel's counters
 // of its BPF programs, only while the kernel counts them (otherwise they stand at 0 and would
 // read as free), and its own CPU time. rate() of the first is the share of a CPU the probes
-// take, summed over every CPU they ran on. Sampled stats (on 100 ms of every second) count a
-// tenth of the runs: the counters are scaled by the period over the window, which keeps them
+// take, summed over every CPU they ran on. Sampled stats (kStatsSampleText) count only the
+// windows' runs: the counters are scaled by the period over the window, which keeps them
 // monotonic and right over any rate() range of a few seconds or more.
 void observer_metrics(Out& out, const PromScrapeInfo& info) {
   const CostReading& cost = info.bpf_cost;
@@ -289,8 +289,8 @@ void observer_metrics(Out& out, const PromScrapeInfo& info) {
     if (p.run_cnt || p.misses) ran.push_back(&p);
   if (counting && cost.sampled) {
     out.family("platoon_bpf_stats_sampled_seconds_total", "counter",
-               "Time the kernel counted BPF run time: the stats are on 100 ms of every second, and the run "
-               "counters below are those windows' counts scaled to the whole time.");
+               std::string("Time the kernel counted BPF run time: the stats are on ") + kStatsSampleText +
+                   ", and the run counters below are those windows' counts scaled to the whole time.");
     out.bare("platoon_bpf_stats_sampled_seconds_total", static_cast<double>(cost.counted_ns) / 1e9);
   }
   if (counting && !ran.empty()) {
