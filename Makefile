@@ -116,9 +116,12 @@ OBJS += $$($(1)_BENCH_OBJ)
 $$(BIN)/$(1): $$($(1)_BENCH_OBJ) $$(RUNTIME_LIB)
 	@mkdir -p $$(@D)
 	$$(call msg,LINK,$$@)
-	$$(Q)$$(CXX) $$(LDFLAGS) -o $$@ $$($(1)_BENCH_OBJ) $$(RUNTIME_LIB) $$(RUNTIME_LIBS)
+	$$(Q)$$(CXX) $$(LDFLAGS) -o $$@ $$($(1)_BENCH_OBJ) $$(RUNTIME_LIB) $$(RUNTIME_LIBS) $$($(1)_EXTRA_LIBS)
 BENCH_BIN += $$(BIN)/$(1)
 endef
+# hook_floor loads a BPF object and waits for a stop signal as the servers do.
+hook_floor_EXTRA_LIBS := $(SERVER_COMMON_LIB) -lbpf -lelf -lz
+$(BIN)/hook_floor: $(SERVER_COMMON_LIB)
 BENCH_BIN :=
 $(foreach b,$(sort $(notdir $(patsubst %/,%,$(dir $(wildcard bench/*/*.cpp))))),$(eval $(call bench_program,$(b))))
 
@@ -147,6 +150,14 @@ $(GEN)/%.bpf.o: bpf/%.bpf.c $(GEN)/vmlinux.h $(wildcard bpf/*.h bpf/programs/*.h
 $(GEN)/%.skel.h: $(GEN)/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)bpftool gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+# bench/hook_floor/: a benchmark's BPF object (do-nothing programs on platoon's hooks), embedded
+# in its loader by the same skeleton step.
+$(GEN)/hook_floor.bpf.o: bench/hook_floor/hook_floor.bpf.c $(GEN)/vmlinux.h Makefile
+	@mkdir -p $(@D)
+	$(call msg,BPF,$<)
+	$(Q)$(BPF_CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp && llvm-strip -g $@.tmp && mv $@.tmp $@
+$(OBJ)/bench/hook_floor/main.o: $(GEN)/hook_floor.skel.h
 
 # The skeleton is a prerequisite only of the files that include it.
 SKEL_USERS := $(shell grep -rl --include='*.cpp' 'skel\.h"' bpf tests 2>/dev/null)

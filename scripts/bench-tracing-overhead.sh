@@ -35,7 +35,8 @@ done
 bin=$build/bin
 here=$(cd "$(dirname "$0")" && pwd)
 out=$build/bench/tracing-overhead
-mkdir -p "$out"
+rm -rf "$out"; mkdir -p "$out"  # the summary globs it: nothing of an earlier run may count
+source "$here/lib/tracers.sh"
 [ "$(id -u)" = 0 ] || { echo "bench-tracing-overhead: needs root" >&2; exit 1; }
 # perf and bpftrace find tracepoints through tracefs.
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
@@ -54,30 +55,6 @@ sport=$(port_of "$out/server.log")
 url="http://127.0.0.1:$sport/fruits"
 taskset -c 0 "$bin/platoon-load" --url "$url" --rate 2000 --connections 50 --threads 1 --duration 2 > /dev/null  # warm
 
-start_tracer() {  # condition round → sets tracer_pid (empty for none)
-  tracer_pid=
-  case $1 in
-    none) ;;
-    platoon|platoon-nostats)
-      local extra=(); [ "$1" = platoon-nostats ] && extra=(--no-bpf-stats)
-      taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/$1-$2.trace" "${extra[@]}" 2> "$out/$1-$2.err" & tracer_pid=$!
-      for _ in $(seq 200); do grep -q recording "$out/$1-$2.err" && break; sleep 0.05; done ;;
-    top)
-      taskset -c 0 "$bin/platoon" top --pid "$spid" --batch --interval 1 --iterations 100000 > "$out/top-$2.log" 2>&1 & tracer_pid=$!
-      for _ in $(seq 200); do grep -q 'platoon top' "$out/top-$2.log" && break; sleep 0.05; done ;;
-    exporter)
-      taskset -c 0 "$bin/platoon" exporter --pid "$spid" --listen 127.0.0.1:0 2> "$out/exporter-$2.err" & tracer_pid=$!
-      for _ in $(seq 200); do grep -q 'listening on' "$out/exporter-$2.err" && break; sleep 0.05; done
-      eport=$(grep -o 'listening on [0-9.]*:[0-9]*' "$out/exporter-$2.err" | sed 's/.*://')
-      curl -fsS "http://127.0.0.1:$eport/metrics" > /dev/null ;;  # one scrape, as Prometheus would
-    perf)
-      taskset -c 0 perf sched record -o "$out/perf-$2.data" > "$out/perf-$2.log" 2>&1 & tracer_pid=$!
-      sleep 1.5 ;;
-    bpftrace)
-      taskset -c 0 bpftrace "$here/tracing/sched.bt" "$spid" > "$out/bpftrace-$2.log" 2>&1 & tracer_pid=$!
-      for _ in $(seq 200); do grep -q Attaching "$out/bpftrace-$2.log" && break; sleep 0.05; done; sleep 1 ;;
-  esac
-}
 # The mean ns per run of each platoon program, read while they are still loaded.
 prog_stats() {  # round: the per-program cost notes platoon record wrote at its end
   "$bin/platoon" report "$out/platoon-$1.trace" --format json | python3 -c '
@@ -95,21 +72,6 @@ json.dump(out, sys.stdout)' > "$out/progs-$1.json"
 # Kept for reference, not trusted: counted in sampled ticks, it swings by tens of percent
 # between conditions (docs/benchmarks.md); the server's own schedstat below is the figure.
 cpu1_busy() { awk '$1 == "cpu1" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
-# The server's CPU seconds so far, to the nanosecond: the sum of its threads' run time
-# (/proc/PID/task/*/schedstat). /proc/PID/stat counts in 10 ms ticks, 1.7% of a phase's
-# ~0.6 s, as coarse as the differences measured. Its threads live as long as it does.
-server_seconds() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.9f\n", s / 1e9 }'; }
-# CPU seconds (user + system) a tracer process has used so far, exited threads included.
-cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"; }
-stop_tracer() {  # condition round
-  [ -n "$tracer_pid" ] || return 0
-  cpu_seconds "$tracer_pid" > "$out/$1-$2.cpu"
-  kill -INT "$tracer_pid"; wait "$tracer_pid" || true
-
-  [ "$1" = perf ] && { du -b "$out/perf-$2.data" | cut -f1 > "$out/perf-$2.size"; rm -f "$out/perf-$2.data"; }
-  return 0
-}
-
 for c in "${conditions[@]}"; do
   [[ " ${all_conditions[*]} " == *" $c "* ]] || { echo "bench-tracing-overhead: unknown condition $c" >&2; exit 2; }
 done

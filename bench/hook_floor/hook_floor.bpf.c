@@ -1,0 +1,17 @@
+// The hook floor: a program that returns at once on each tracepoint platoon's collector uses
+// for its aggregates (scheduler events and epoll exits). What the server pays under it is what
+// the hooks themselves cost (the kernel's tracepoint dispatch and a program call), before any
+// of platoon's work; bench-observer-cpu.sh's `floor` condition loads it with bpftool.
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+SEC("tp_btf/sched_switch") int BPF_PROG(floor_switch) { return 0; }
+SEC("tp_btf/sched_waking") int BPF_PROG(floor_waking) { return 0; }
+SEC("tp_btf/sched_wakeup") int BPF_PROG(floor_wakeup) { return 0; }
+SEC("tp_btf/sched_migrate_task") int BPF_PROG(floor_migrate) { return 0; }
+SEC("tracepoint/syscalls/sys_exit_epoll_wait") int floor_epoll_wait(void* ctx) { return 0; }
+SEC("tracepoint/syscalls/sys_exit_epoll_pwait") int floor_epoll_pwait(void* ctx) { return 0; }
+SEC("tracepoint/syscalls/sys_exit_epoll_pwait2") int floor_epoll_pwait2(void* ctx) { return 0; }
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,65 @@
+# The tracers the benchmarks compare, started and stopped alike, and what they read of the
+# traced server. Source it with these set: bin (the build's bin/), here (scripts/), out (the
+# output folder), spid and sport (the server's pid and port).
+#   start_tracer COND ROUND   none, platoon, platoon-nostats, top, top-5s, exporter, perf, bpftrace,
+#                             floor (bench/hook_floor: the hooks alone, no work in them);
+#                             sets tracer_pid (empty for none), returns once it is attached
+#   stop_tracer COND ROUND    Ctrl-C, after writing its CPU seconds to $out/COND-ROUND.cpu
+# Tracers' user space runs on CPU 0.
+
+start_tracer() {  # condition round → sets tracer_pid (empty for none)
+  tracer_pid=
+  case $1 in
+    none) ;;
+    platoon|platoon-nostats)
+      local extra=(); [ "$1" = platoon-nostats ] && extra=(--no-bpf-stats)
+      taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/$1-$2.trace" "${extra[@]}" 2> "$out/$1-$2.err" & tracer_pid=$!
+      for _ in $(seq 200); do grep -q recording "$out/$1-$2.err" && break; sleep 0.05; done ;;
+    top|top-5s)  # top-5s: one snapshot per 5 s, as the exporter takes them
+      local every=1; [ "$1" = top-5s ] && every=5
+      taskset -c 0 "$bin/platoon" top --pid "$spid" --batch --interval "$every" --iterations 100000 > "$out/$1-$2.log" 2>&1 & tracer_pid=$!
+      for _ in $(seq 200); do grep -q 'platoon top' "$out/$1-$2.log" && break; sleep 0.05; done ;;
+    exporter)
+      taskset -c 0 "$bin/platoon" exporter --pid "$spid" --listen 127.0.0.1:0 2> "$out/exporter-$2.err" & tracer_pid=$!
+      for _ in $(seq 200); do grep -q 'listening on' "$out/exporter-$2.err" && break; sleep 0.05; done
+      eport=$(grep -o 'listening on [0-9.]*:[0-9]*' "$out/exporter-$2.err" | sed 's/.*://')
+      curl -fsS "http://127.0.0.1:$eport/metrics" > /dev/null ;;  # one scrape, as Prometheus would
+    perf)
+      taskset -c 0 perf sched record -o "$out/perf-$2.data" > "$out/perf-$2.log" 2>&1 & tracer_pid=$!
+      sleep 1.5 ;;
+    floor)  # do-nothing programs on the hooks platoon's aggregates use (bench/hook_floor)
+      taskset -c 0 "$bin/hook_floor" > "$out/floor-$2.log" 2>&1 & tracer_pid=$!
+      for _ in $(seq 200); do grep -q attached "$out/floor-$2.log" && break; sleep 0.05; done ;;
+    bpftrace)
+      taskset -c 0 bpftrace "$here/tracing/sched.bt" "$spid" > "$out/bpftrace-$2.log" 2>&1 & tracer_pid=$!
+      for _ in $(seq 200); do grep -q Attaching "$out/bpftrace-$2.log" && break; sleep 0.05; done; sleep 1 ;;
+  esac
+}
+# The server's CPU seconds so far, to the nanosecond: the sum of its threads' run time
+# (/proc/PID/task/*/schedstat). /proc/PID/stat counts in 10 ms ticks, as coarse as the
+# differences measured. The server's threads live as long as it does.
+server_seconds() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.9f\n", s / 1e9 }'; }
+# What the server did so far, to split a change in its CPU per request into its cost per event
+# (the tracer's direct tax) and its events per request (batching; a tracer can shift it): the
+# runtime's own counters summed over carriers (GET /metrics; one request, alike in every
+# condition) and its threads' context switches (/proc/PID/task/*/status).
+server_events() {
+  curl -fsS "http://127.0.0.1:$sport/metrics" | awk '
+    /^platoon_carrier_cycles_total/ { c += $NF } /^platoon_carrier_sleeps_total/ { s += $NF }
+    /^platoon_carrier_io_events_total/ { e += $NF } /^platoon_carrier_fibers_run_total/ { f += $NF }
+    END { printf "%d %d %d %d ", c, s, e, f }'
+  cat /proc/"$1"/task/*/status | awk '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 }
+    END { printf "%d %d\n", v, n }'
+}
+# CPU seconds (user + system) a tracer process has used so far, exited threads included.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"; }
+stop_tracer() {  # condition round
+  [ -n "$tracer_pid" ] || return 0
+  cpu_seconds "$tracer_pid" > "$out/$1-$2.cpu"
+  kill -INT "$tracer_pid"; wait "$tracer_pid" || true
+  tracer_pid=
+
+  [ "$1" = perf ] && { du -b "$out/perf-$2.data" | cut -f1 > "$out/perf-$2.size"; rm -f "$out/perf-$2.data"; }
+  return 0
+}
+
