@@ -32,7 +32,7 @@ mkdir -p "$out"
 [ -x "$bin/probe_cost" ] || { echo "bench-probe-cost: $bin/probe_cost not built (make BUILD=$build)" >&2; exit 1; }
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
 tracer=
-cleanup() { [ -n "$tracer" ] && kill -KILL "$tracer" 2>/dev/null; wait 2>/dev/null || true; }
+cleanup() { [ -z "$tracer" ] || kill -KILL "$tracer" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
 probe=(taskset -c 1 "$bin/probe_cost" --epoll-calls 1000000 --switches 200000)
 
