@@ -1,6 +1,6 @@
 # The tracers the benchmarks compare, started and stopped alike, and what they read of the
 # traced server. Source it with these set: bin (the build's bin/), here (scripts/), out (the
-# output folder), spid and sport (the server's pid and port).
+# output folder) and spid (the server's pid).
 #   start_tracer COND ROUND   none, platoon, platoon-nostats, top, top-5s, exporter, perf, bpftrace,
 #                             floor (bench/hook_floor: the hooks alone, no work in them);
 #                             sets tracer_pid (empty for none), returns once it is attached
@@ -39,18 +39,6 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
 # (/proc/PID/task/*/schedstat). /proc/PID/stat counts in 10 ms ticks, as coarse as the
 # differences measured. The server's threads live as long as it does.
 server_seconds() { cat /proc/"$1"/task/*/schedstat | awk '{ s += $1 } END { printf "%.9f\n", s / 1e9 }'; }
-# What the server did so far, to split a change in its CPU per request into its cost per event
-# (the tracer's direct tax) and its events per request (batching; a tracer can shift it): the
-# runtime's own counters summed over carriers (GET /metrics; one request, alike in every
-# condition) and its threads' context switches (/proc/PID/task/*/status).
-server_events() {
-  curl -fsS "http://127.0.0.1:$sport/metrics" | awk '
-    /^platoon_carrier_cycles_total/ { c += $NF } /^platoon_carrier_sleeps_total/ { s += $NF }
-    /^platoon_carrier_io_events_total/ { e += $NF } /^platoon_carrier_fibers_run_total/ { f += $NF }
-    END { printf "%d %d %d %d ", c, s, e, f }'
-  cat /proc/"$1"/task/*/status | awk '/^voluntary_ctxt_switches/ { v += $2 } /^nonvoluntary_ctxt_switches/ { n += $2 }
-    END { printf "%d %d\n", v, n }'
-}
 # CPU seconds (user + system) a tracer process has used so far, exited threads included.
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"; }
 stop_tracer() {  # condition round
