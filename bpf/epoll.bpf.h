@@ -9,10 +9,13 @@
 #include "bpf/bits.bpf.h"
 
 /* ---- epoll_wait / epoll_pwait / epoll_pwait2 ----
- * Syscall tracepoints (they need tracefs): they fire only for these three syscalls, unlike
- * raw sys_enter, so other syscalls pay nothing. Every process on the machine runs these
- * programs, so the target test comes before anything else, the clock included. (fentry/fexit
- * would be cheaper still, but this kernel has no BPF trampolines for functions.)
+ * Syscall tracepoints (they need tracefs): the programs run only for these three syscalls,
+ * unlike raw sys_enter. Other syscalls still pay a little: while any syscall tracepoint is
+ * attached, the kernel sends every syscall of every task through its traced exit path, which
+ * tests the syscall number against the enabled set (+9-10 ns per getppid here, 88 -> 97 ns;
+ * docs/benchmarks.md). Every process on the machine runs these programs, so the target test
+ * comes before anything else, the clock included. (fentry/fexit or kprobes would spare the
+ * other syscalls, but this kernel has neither BPF trampolines nor kprobes.)
  *
  * With targ_epoll_at_switch only the exit tracepoints are attached: a call's blocked time
  * starts where sched_switch sees the thread go to sleep inside it (in_epoll.bpf.h), which

@@ -17,7 +17,7 @@
 #
 # usage: scripts/bench-observer-cpu.sh [BUILD_DIR] [--rounds N] [--duration S] [--settle S]
 #                                     [--rate R] [--conditions none,top,..]
-#   (conditions as in bench-tracing-overhead.sh, plus floor: bench/hook_floor's do-nothing
+#   (conditions as scripts/lib/tracers.sh lists them; floor is bench/hook_floor's do-nothing
 #   programs on the same hooks, the price of the hooks alone; default
 #   none,floor,top,exporter,platoon,perf)
 #   CPUs: server (one carrier) and speedometer on CPU 1; mock, load and tracers on CPU 0.
@@ -33,7 +33,7 @@ options=(--rounds=rounds --duration=duration --settle=settle --rate=rate --condi
 parse_options "$@"
 IFS=, read -ra conditions <<< "none,${condition_list#none,}"
 for c in "${conditions[@]}"; do
-  case $c in none|platoon|platoon-nostats|top|top-5s|exporter|perf|bpftrace|floor) ;; *) die "unknown condition $c" ;; esac
+  case $c in none|platoon|platoon-nostats|platoon-noevents|platoon-noio|top|top-5s|top-sched|exporter|perf|bpftrace|floor|floor-sched) ;; *) die "unknown condition $c" ;; esac
 done
 [[ $rounds =~ ^[0-9]+$ && $rounds -ge 2 ]] || die "--rounds needs a whole number >= 2, got $rounds"
 [[ $rate =~ ^[0-9]+$ && $rate -ge 1 ]] || die "--rate needs a whole number of requests per second, got $rate"

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# What each tracer adds to one epoll wait call and to one context switch, as the traced program
-# sees it (build/bin/probe_cost: its own clock around 1M non-blocking epoll_wait calls that
-# return one event, and 200k futex hand-offs between two threads pinned to one CPU, each a
-# wakeup plus a switch). Unlike the programs' kernel.bpf_stats run time, this includes the
+# What each tracer adds to one epoll wait call, to one other syscall and to one context switch,
+# as the traced program sees it (build/bin/probe_cost: its own clock around 1M non-blocking
+# epoll_wait calls that return one event, 1M getppid calls, and 200k futex hand-offs between two
+# threads pinned to one CPU, each a wakeup plus a switch). Unlike the programs' kernel.bpf_stats run time, this includes the
 # tracepoint machinery, the interrupts that land inside a program, and the stats' own clock reads.
 #
 # Conditions, alternating within each round: none; `floor` (bpftrace with one do-nothing
 # sys_exit_epoll_wait program: what any syscall-tracepoint hook costs on this kernel);
 # platoon record (as shipped: the kernel's BPF run-time stats sampled, 100 ms of every second),
-# record --bpf-stats-always, record --no-bpf-stats, top --batch, exporter; perf sched record.
+# record --bpf-stats-always, record --no-bpf-stats, record --no-io (no epoll programs), top
+# --batch, exporter; perf sched record.
 # Medians over the rounds of (condition - that round's untraced run).
 #
 # usage: scripts/bench-probe-cost.sh [BUILD_DIR] [--rounds N]
@@ -47,6 +48,7 @@ run() {  # condition round → $out/COND-ROUND.json
       kill -INT "$tracer"; wait "$tracer" || true; tracer= ;;
     record) taskset -c 0 "$bin/platoon" record -q -o "$out/r.trace" -- "${probe[@]}" --out "$j" 2> "$out/record-$r.err" ;;
     record-always) taskset -c 0 "$bin/platoon" record -q --bpf-stats-always -o "$out/r.trace" -- "${probe[@]}" --out "$j" 2> /dev/null ;;
+    record-noio) taskset -c 0 "$bin/platoon" record -q --no-io -o "$out/r.trace" -- "${probe[@]}" --out "$j" 2> /dev/null ;;
     record-nostats) taskset -c 0 "$bin/platoon" record -q --no-bpf-stats -o "$out/r.trace" -- "${probe[@]}" --out "$j" 2> /dev/null ;;
     top) taskset -c 0 "$bin/platoon" top --batch -- "${probe[@]}" --out "$j" > /dev/null 2>&1 ;;
     exporter)
@@ -57,7 +59,7 @@ run() {  # condition round → $out/COND-ROUND.json
   esac
 }
 
-conditions=(none floor record record-always record-nostats top exporter perf)
+conditions=(none floor record record-always record-nostats record-noio top exporter perf)
 for r in $(seq "$rounds"); do
   for c in "${conditions[@]}"; do
     run "$c" "$r"
@@ -72,15 +74,18 @@ out, rounds, dest, conds = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[
 d = {c: [json.load(open(f"{out}/{c}-{r}.json")) for r in range(1, rounds + 1)] for c in conds}
 res = {}
 for c in conds:
-    e = [x["epoll_ns"] for x in d[c]]; s = [x["switch_ns"] for x in d[c]]
-    res[c] = {"epoll_ns": e, "switch_ns": s, "epoll_ns_median": statistics.median(e), "switch_ns_median": statistics.median(s),
-              "added_epoll_ns": statistics.median(d[c][i]["epoll_ns"] - d["none"][i]["epoll_ns"] for i in range(rounds)),
-              "added_switch_ns": statistics.median(d[c][i]["switch_ns"] - d["none"][i]["switch_ns"] for i in range(rounds))}
+    res[c] = {}
+    for k in ("epoll_ns", "syscall_ns", "switch_ns"):
+        v = [x[k] for x in d[c]]
+        res[c] |= {k: v, k + "_median": statistics.median(v),
+                   "added_" + k: statistics.median(d[c][i][k] - d["none"][i][k] for i in range(rounds))}
 json.dump({"cpus": {"probe_cost": "1", "tracers": "0"}, "rounds": rounds, "conditions": res}, open(dest, "w"), indent=2)
-print(f"{'condition':16} {'ns/epoll call':>14} {'added':>8} {'ns/hand-off':>12} {'added':>8}")
+print(f"{'condition':16} {'ns/epoll call':>14} {'added':>8} {'ns/getppid':>11} {'added':>8} {'ns/hand-off':>12} {'added':>8}")
 for c in conds:
     r = res[c]
-    print(f"{c:16} {r['epoll_ns_median']:14.0f} {r['added_epoll_ns']:8.0f} {r['switch_ns_median']:12.0f} {r['added_switch_ns']:8.0f}")
-print("(added: median over rounds of condition minus that round's untraced run; a hand-off is a wakeup plus a switch)")
+    print(f"{c:16} {r['epoll_ns_median']:14.0f} {r['added_epoll_ns']:8.0f} {r['syscall_ns_median']:11.1f} {r['added_syscall_ns']:8.1f}"
+          f" {r['switch_ns_median']:12.0f} {r['added_switch_ns']:8.0f}")
+print("(added: median over rounds of condition minus that round's untraced run; getppid: any syscall not traced itself;"
+      " a hand-off is a wakeup plus a switch)")
 print(f"wrote {dest}")
 PY

@@ -12,6 +12,11 @@ import statistics
 import sys
 
 
+# (a, b): a's overhead minus b's, reported when a run has both.
+PAIRS = [("platoon", "perf"), ("platoon-noio", "perf"), ("platoon", "platoon-noio"), ("top", "platoon"), ("top", "platoon-noevents"), ("top", "floor"),
+         ("top", "top-sched"), ("floor", "floor-sched"), ("top-sched", "floor-sched")]
+
+
 def trimmed_mean(values, cut=0.1):
     v = sorted(values)
     k = int(len(v) * cut)
@@ -75,11 +80,15 @@ def main():
                           ("cycles_per_request", "cycles_change_pct"), ("sleeps_per_request", "sleeps_change_pct"),
                           ("speed_ns", "speedometer_change_pct")):
             res[c][name] = change([100.0 * (W[c][i][key] / W["none"][i][key] - 1) for i in range(rounds)])
-    # record's goal is perf's overhead in the same run: their difference, paired per round.
-    if "platoon" in res and "perf" in res:
-        a = res["platoon"]["overhead_at_ref_speed_pct"]["per_round"]
-        b = res["perf"]["overhead_at_ref_speed_pct"]["per_round"]
-        res["platoon"]["minus_perf_at_ref_speed_points"] = change([x - y for x, y in zip(a, b)])
+    # Differences paired per round, where both conditions ran: record's goal is perf's overhead
+    # in the same run; the others split a cost into its parts (what the epoll hooks add to the
+    # floor, what top's process adds to the same programs in record --no-events, what top's
+    # programs add to the hooks, what IO columns add to top).
+    for a, b in PAIRS:
+        if a in res and b in res:
+            x = res[a]["overhead_at_ref_speed_pct"]["per_round"]
+            y = res[b]["overhead_at_ref_speed_pct"]["per_round"]
+            res[a][f"minus_{b}_at_ref_speed_points"] = change([u - v for u, v in zip(x, y)])
     none_us = [w["us_per_request"] for w in W["none"]]
     none_sp = [w["speed_ns"] for w in W["none"]]
     corr = statistics.correlation(none_us, none_sp) if len(set(none_sp)) > 1 and len(set(none_us)) > 1 else None
@@ -104,10 +113,11 @@ def main():
     print(f"(10%-trimmed means over {rounds} rounds of the change against that round's untraced window; at ref speed:"
           " each window's CPU per request divided by the speedometer's ns; speedometer: the control, a tracer that"
           " slowed it would hide part of its own cost)")
-    if "minus_perf_at_ref_speed_points" in res.get("platoon", {}):
-        d = res["platoon"]["minus_perf_at_ref_speed_points"]
-        print(f"platoon record minus perf sched record, at ref speed: {d['trimmed_mean']:+.2f} points "
-              f"[{d['ci90'][0]:+.2f}, {d['ci90'][1]:+.2f}]")
+    for a, b in PAIRS:
+        d = res.get(a, {}).get(f"minus_{b}_at_ref_speed_points")
+        if d:
+            print(f"{a} minus {b}, paired, at ref speed: {d['trimmed_mean']:+.2f} points "
+                  f"[{d['ci90'][0]:+.2f}, {d['ci90'][1]:+.2f}]")
     if corr is not None:
         print(f"untraced windows: CPU per request against the speedometer's ns, correlation {corr:.2f}")
     print(f"wrote {dest}")

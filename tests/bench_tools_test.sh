@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The instruments of scripts/bench-observer-cpu.sh do what the benchmark relies on:
-#  - hook_floor attaches its seven do-nothing programs (bpftool lists them, each running), and
-#    none is left after Ctrl-C, nor after kill -9 (the kernel drops them with its descriptors);
+#  - hook_floor attaches its seven do-nothing programs (bpftool lists them, each running), four
+#    with --sched-only, and none is left after Ctrl-C, nor after kill -9 (the kernel drops them
+#    with its descriptors);
 #  - the switch program really runs once per context switch: its run count while probe_cost
 #    hands a token back and forth, with the kernel's BPF stats on, is within 0.75-1.33x of
 #    /proc/stat's ctxt over the same time;
@@ -42,13 +43,18 @@ kill -INT "$floor"; wait "$floor" || fail "hook_floor exited $? on Ctrl-C"
 [ "$(floor_progs)" = 0 ] || fail "floor programs left after Ctrl-C"
 echo "ok hook_floor: 7 programs attached, switch runs match ctxt, none left after Ctrl-C"
 
-# kill -9: nothing to run a destructor, the kernel still lets go.
-"$bin/hook_floor" > "$tmp/floor9.log" 2>&1 & floor=$!; pids+=($floor)
+# --sched-only leaves out the three epoll exits; kill -9: nothing to run a destructor, the
+# kernel still lets go.
+"$bin/hook_floor" --sched-only > "$tmp/floor9.log" 2>&1 & floor=$!; pids+=($floor)
 wait_started "$tmp/floor9.log" attached hook_floor
+[ "$(floor_progs)" = 4 ] && ! bpftool prog show | grep -q ' name floor_epoll' ||
+  { bpftool prog show | grep floor_; fail "--sched-only: expected the 4 scheduler programs"; }
+echo "ok hook_floor --sched-only: the 4 scheduler programs, no epoll exit"
 kill -KILL "$floor"; wait "$floor" 2> /dev/null || true
 for _ in $(seq 50); do [ "$(floor_progs)" = 0 ] && break; sleep 0.1; done
 [ "$(floor_progs)" = 0 ] || fail "floor programs left after kill -9"
 echo "ok hook_floor: none left after kill -9"
+expect_error --status 2 usage "$bin/hook_floor" --bogus
 
 # speedometer: one sample per period, plausible numbers.
 "$bin/speedometer" --cpu 0 --period-ms 10 --out "$tmp/speed.txt" & sp=$!; pids+=($sp)

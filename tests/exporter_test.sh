@@ -2,7 +2,8 @@
 # platoon exporter: scraped twice a second apart while a platoon-server (2 carriers) runs under
 # fixed-rate load, the carrier series exist and move; promtool finds nothing to say about the
 # exposition; / and unknown paths; SIGTERM ends it with 0; a target that keeps creating and
-# destroying threads does not grow the series beyond --max-threads; -- CMD ends with the command;
+# destroying threads does not grow the series beyond --max-threads; --no-io loads no epoll
+# program and exports no epoll family; -- CMD ends with the command;
 # bad --listen and a taken port give one-line errors.
 set -uo pipefail
 . "$(dirname "$0")/lib/common.sh"
@@ -92,6 +93,20 @@ grep -q '^platoon_exporter_source_info{source="procfs",attach_mode="procfs",lack
 [ -n "$(val "$tmp/procfs" platoon_thread_run_seconds_total carrier-1)" ] || fail "--procfs: no carrier-1"
 promtool_clean "$tmp/procfs"
 kill -TERM "$exporter"; wait "$exporter"
+
+# --no-io: no epoll program attached, no epoll family, the scheduler's still there, and the
+# source says it lacks io.
+start_exporter "$tmp/noio.log" --pid "$spid" --no-io
+sleep 0.3
+curl -sf "http://127.0.0.1:$eport/metrics" > "$tmp/noio" || fail "--no-io scrape"
+bpftool prog show > "$tmp/noio.progs"
+! grep -q ' name epoll' "$tmp/noio.progs" || fail "--no-io: an epoll program is attached"
+! grep -q '^platoon_thread_epoll' "$tmp/noio" || fail "--no-io: epoll series exported"
+[ -n "$(val "$tmp/noio" platoon_thread_run_seconds_total carrier-0)" ] || fail "--no-io: no carrier-0 run time"
+grep -q '^platoon_exporter_source_info{source="bpf",.*lacks="[a-z,]*io' "$tmp/noio" || fail "--no-io: source_info does not say it lacks io"
+promtool_clean "$tmp/noio"
+kill -TERM "$exporter"; wait "$exporter"
+echo "ok --no-io: no epoll program or series"
 
 # ---- thread churn: 10 sleeping threads plus 20 short-lived ones at a time, --max-threads 5 ----
 python3 -c '

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # platoon record / report from the outside: clear one-line errors on bad input, a 0600 trace
 # file, -- CMD launched and followed to its end, --pid targets that exit, Ctrl-C and SIGKILL
-# leaving a readable file, and the procfs source saying what it lacks.
+# leaving a readable file, the procfs source saying what it lacks, and --no-io attaching no
+# epoll program.
 set -uo pipefail
 . "$(dirname "$0")/lib/common.sh"
 use_tmp rec
@@ -98,7 +99,35 @@ print("--comm: plspinner threads", [(x["tid"], round(x["cpu_pct"], 1)) for x in 
 assert t and t[0]["run_ns"] > 10_000_000
 PY
 
-# 8. --vs: two runs side by side.
+# 8. --no-io: the scheduler data without the epoll programs (perf sched's set), said in the report;
+# the same loop of epoll waits recorded in full has its cycles.
+epoll_loop='import select, time
+e = select.epoll(); t = time.time()
+while time.time() - t < 1.5: e.poll(0.002)'
+for mode in no-io full; do
+  flags=(); [ $mode = no-io ] && flags=(--no-io)
+  "$platoon" record -q -i 0.2 "${flags[@]}" -o "$tmp/$mode.trace" -- python3 -c "$epoll_loop" 2> "$tmp/$mode.err" & rec=$!; bg+=($rec)
+  sleep 0.8
+  bpftool prog show > "$tmp/$mode.progs"
+  wait "$rec" || { cat "$tmp/$mode.err"; fail "record $mode"; }
+  "$platoon" report "$tmp/$mode.trace" --format json > "$tmp/$mode.json" || fail "report of the $mode trace"
+done
+grep -q ' name switch_' "$tmp/no-io.progs" || fail "--no-io: no switch program attached"
+! grep -q ' name epoll' "$tmp/no-io.progs" || { grep epoll "$tmp/no-io.progs"; fail "--no-io: an epoll program attached"; }
+grep -q ' name epoll' "$tmp/full.progs" || fail "full record: no epoll program attached"
+"$platoon" report "$tmp/no-io.trace" > "$tmp/no-io.txt" || fail "report of the --no-io trace"
+grep -q 'lacks: .*io' "$tmp/no-io.txt" || fail "--no-io report does not say it lacks io"
+python3 - "$tmp/no-io.json" "$tmp/full.json" <<'PY' || fail "--no-io against a full recording"
+import json, sys
+noio, full = (json.load(open(f)) for f in sys.argv[1:])
+def proc(d): return next(p for p in d["processes"] if p["comm"].startswith("python"))
+a, b = proc(noio), proc(full)
+print(f"--no-io: switches {a['switches_voluntary']}, io_cycles {a.get('io_cycles')}; full: io_cycles {b.get('io_cycles')}")
+assert "io_cycles" not in a and a["switches_voluntary"] > 200
+assert b["io_cycles"] > 200
+PY
+
+# 9. --vs: two runs side by side.
 "$platoon" report "$tmp/kill.trace" --vs "$tmp/procfs.trace" > "$tmp/vs.txt" 2>/dev/null || fail "report --vs"
 grep -q "%wait" "$tmp/vs.txt" || { cat "$tmp/vs.txt"; fail "--vs table lacks %wait"; }
 echo PASS

@@ -3,6 +3,9 @@
 // does for the probes are in it, unlike kernel.bpf_stats_enabled's run time of the programs):
 //
 //   epoll_ns   one epoll_wait(timeout 0) that returns one ready event (a busy loop's poll)
+//   syscall_ns one getppid(): any other syscall, which pays for a tracer only through the
+//              kernel's traced syscall path (taken by every task while any syscall tracepoint
+//              is attached, whichever syscalls it is for)
 //   switch_ns  one context switch: two threads pinned to one CPU hand a token back and forth
 //              over futexes; each hand-off is a wakeup plus a switch (what perf bench sched
 //              pipe measures, without the pipe's copies)
@@ -58,6 +61,13 @@ double epoll_ns(long calls) {
   close(efd);
   close(ep);
   return static_cast<double>(t1 - t0) / static_cast<double>(calls);
+}
+
+double syscall_ns(long calls) {
+  for (int i = 0; i < 1000; ++i) syscall(SYS_getppid);  // warm
+  const uint64_t t0 = now_ns();
+  for (long i = 0; i < calls; ++i) syscall(SYS_getppid);
+  return static_cast<double>(now_ns() - t0) / static_cast<double>(calls);
 }
 
 void futex_wait(std::atomic<uint32_t>* w, uint32_t v) {
@@ -120,10 +130,11 @@ int main(int argc, char** argv) {
   if (delay > 0) std::this_thread::sleep_for(std::chrono::duration<double>(delay));
   pin(cpu);
   const double e = epoll_ns(calls);
+  const double g = syscall_ns(calls);  // as many as the epoll calls
   const double s = switch_ns(switches, cpu);
   FILE* f = out.empty() ? stdout : std::fopen(out.c_str(), "w");
   if (!f) return std::fprintf(stderr, "probe_cost: cannot write %s\n", out.c_str()), 1;
-  std::fprintf(f, "{\"epoll_ns\": %.1f, \"switch_ns\": %.1f, \"epoll_calls\": %ld, \"switches\": %ld, \"cpu\": %d}\n", e, s,
-               calls, switches, cpu);
+  std::fprintf(f, "{\"epoll_ns\": %.1f, \"syscall_ns\": %.1f, \"switch_ns\": %.1f, \"epoll_calls\": %ld, \"switches\": %ld, \"cpu\": %d}\n",
+               e, g, s, calls, switches, cpu);
   return f == stdout || std::fclose(f) == 0 ? 0 : 1;
 }

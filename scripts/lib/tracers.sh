@@ -1,8 +1,12 @@
 # The tracers the benchmarks compare, started and stopped alike, and what they read of the
 # traced server. Source it with these set: bin (the build's bin/), here (scripts/), out (the
 # output folder) and spid (the server's pid).
-#   start_tracer COND ROUND   none, platoon, platoon-nostats, top, top-5s, exporter, perf, bpftrace,
-#                             floor (bench/hook_floor: the hooks alone, no work in them);
+#   start_tracer COND ROUND   none, platoon, platoon-nostats, platoon-noevents (aggregates only, as
+#                             top collects them), platoon-noio (record --no-io: the scheduler
+#                             data alone, as perf sched collects it), top, top-5s, top-sched (columns without IO or
+#                             drain: no epoll programs), exporter, perf, bpftrace, floor
+#                             (bench/hook_floor: the hooks alone, no work in them), floor-sched
+#                             (its scheduler hooks without the epoll exits);
 #                             sets tracer_pid (empty for none), returns once it is attached
 #   stop_tracer COND ROUND    Ctrl-C, after writing its CPU seconds to $out/COND-ROUND.cpu
 # Tracers' user space runs on CPU 0.
@@ -11,13 +15,15 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
   tracer_pid=
   case $1 in
     none) ;;
-    platoon|platoon-nostats)
-      local extra=(); [ "$1" = platoon-nostats ] && extra=(--no-bpf-stats)
+    platoon|platoon-nostats|platoon-noevents|platoon-noio)
+      local extra=()
+      case $1 in platoon-nostats) extra=(--no-bpf-stats) ;; platoon-noevents) extra=(--no-events) ;; platoon-noio) extra=(--no-io) ;; esac
       taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/$1-$2.trace" "${extra[@]}" 2> "$out/$1-$2.err" & tracer_pid=$!
       for _ in $(seq 200); do grep -q recording "$out/$1-$2.err" && break; sleep 0.05; done ;;
-    top|top-5s)  # top-5s: one snapshot per 5 s, as the exporter takes them
-      local every=1; [ "$1" = top-5s ] && every=5
-      taskset -c 0 "$bin/platoon" top --pid "$spid" --batch --interval "$every" --iterations 100000 > "$out/$1-$2.log" 2>&1 & tracer_pid=$!
+    top|top-5s|top-sched)  # top-5s: one snapshot per 5 s, as the exporter takes them
+      local every=1 cols=(); [ "$1" = top-5s ] && every=5
+      [ "$1" = top-sched ] && cols=(--columns cpu_pct,wait_pct,migrations_per_s,wakeups_per_s)
+      taskset -c 0 "$bin/platoon" top --pid "$spid" --batch --interval "$every" --iterations 100000 "${cols[@]}" > "$out/$1-$2.log" 2>&1 & tracer_pid=$!
       for _ in $(seq 200); do grep -q 'platoon top' "$out/$1-$2.log" && break; sleep 0.05; done ;;
     exporter)
       taskset -c 0 "$bin/platoon" exporter --pid "$spid" --listen 127.0.0.1:0 2> "$out/exporter-$2.err" & tracer_pid=$!
@@ -27,9 +33,10 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
     perf)
       taskset -c 0 perf sched record -o "$out/perf-$2.data" > "$out/perf-$2.log" 2>&1 & tracer_pid=$!
       sleep 1.5 ;;
-    floor)  # do-nothing programs on the hooks platoon's aggregates use (bench/hook_floor)
-      taskset -c 0 "$bin/hook_floor" > "$out/floor-$2.log" 2>&1 & tracer_pid=$!
-      for _ in $(seq 200); do grep -q attached "$out/floor-$2.log" && break; sleep 0.05; done ;;
+    floor|floor-sched)  # do-nothing programs on the hooks platoon's aggregates use (bench/hook_floor)
+      local only=(); [ "$1" = floor-sched ] && only=(--sched-only)
+      taskset -c 0 "$bin/hook_floor" "${only[@]}" > "$out/$1-$2.log" 2>&1 & tracer_pid=$!
+      for _ in $(seq 200); do grep -q attached "$out/$1-$2.log" && break; sleep 0.05; done ;;
     bpftrace)
       taskset -c 0 bpftrace "$here/tracing/sched.bt" "$spid" > "$out/bpftrace-$2.log" 2>&1 & tracer_pid=$!
       for _ in $(seq 200); do grep -q Attaching "$out/bpftrace-$2.log" && break; sleep 0.05; done; sleep 1 ;;

@@ -28,6 +28,12 @@ void LiveFlags::add_procfs(CLI::App& sub, LiveOptions& live, const std::string& 
 
 void LiveFlags::add_no_usdt(CLI::App& sub, const std::string& help) { sub.add_flag("--no-usdt", no_usdt, help); }
 
+void LiveFlags::add_no_io(CLI::App& sub) {
+  sub.add_flag("--no-io", no_io,
+               "scheduler data only, as perf sched collects it: no epoll programs, so no IO cycles, events per cycle "
+               "or epoll batch sizes, and no syscall on the machine takes the kernel's traced path for them");
+}
+
 void LiveFlags::add_raw_tp(CLI::App& sub, LiveOptions& live) {
   sub.add_flag("--raw-tp", live.raw_tp, "attach with raw_tp even if tp_btf works");
 }
@@ -103,6 +109,7 @@ bool LiveFlags::resolve(const std::vector<std::string>& command, LiveOptions& li
   }
   if (!resolve_lifetime(*this, command, live, error) || !resolve_maps(*this, live, error)) return false;
   live.usdt = !no_usdt;
+  if (no_io) live.fields &= ~model::kFieldIo;
   return validate_target(live.target, error);
 }
 

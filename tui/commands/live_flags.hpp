@@ -19,7 +19,7 @@ namespace platoon::cli {
 struct LiveFlags {
   std::string pids, comm, cgroup, kill_after, pair_idle;
   uint32_t threads_max = 0, pairs_max = 0;
-  bool follow = false, no_follow = false, keep_running = false, no_usdt = false, all = false;
+  bool follow = false, no_follow = false, keep_running = false, no_usdt = false, all = false, no_io = false;
   // --no-bpf-stats, --bpf-stats-always: LiveOptions has no field for them, so the command
   // passes them to LiveSession::Setup::bpf_stats itself (bpf_stats()).
   bool no_bpf_stats = false, bpf_stats_always = false;
@@ -29,6 +29,10 @@ struct LiveFlags {
   // --procfs and --no-usdt take a help text each: what the command loses without BPF differs.
   void add_procfs(CLI::App& sub, LiveOptions& live, const std::string& help);
   void add_no_usdt(CLI::App& sub, const std::string& help);
+  // --no-io: no epoll programs (record and the exporter; top loads them only for IO columns).
+  // Most of what platoon costs a server is theirs, because a syscall tracepoint puts every
+  // syscall on the machine on the kernel's traced path (docs/benchmarks.md, run H6).
+  void add_no_io(CLI::App& sub);
   void add_raw_tp(CLI::App& sub, LiveOptions& live);
   void add_verbose(CLI::App& sub, LiveOptions& live);
   // --no-bpf-stats (the kernel's BPF run-time stats never turned on: the observer cost is then

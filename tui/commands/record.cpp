@@ -248,6 +248,7 @@ CommandRun add_record(CLI::App& sub) {
   sub.add_option("-o,--output", opt.output, "trace file to write (mode 0600)")->required();
   f->live.add_procfs(sub, opt.live, "sample /proc instead of loading BPF (fewer fields)");
   sub.add_flag("--no-events", f->no_events, "aggregates only, no raw scheduler events");
+  f->live.add_no_io(sub);
   sub.add_flag("--drain-events", opt.drain_events,
                "also each drain and steal of platoon-runtime targets as a raw event (a uprobe trap per drain)");
   sub.add_option("--ringbuf-mb", opt.live.ringbuf_mb, "ring buffer size for raw events")->capture_default_str();
