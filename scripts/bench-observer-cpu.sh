@@ -31,9 +31,10 @@ build=build
 rounds=30 duration=5 settle=2 rate=5000 condition_list=none,floor,top,exporter,platoon,perf
 options=(--rounds=rounds --duration=duration --settle=settle --rate=rate --conditions=condition_list)
 parse_options "$@"
+source "$here/lib/tracers.sh"
 IFS=, read -ra conditions <<< "none,${condition_list#none,}"
 for c in "${conditions[@]}"; do
-  case $c in none|platoon|platoon-nostats|platoon-noevents|platoon-noio|top|top-5s|top-sched|exporter|perf|bpftrace|floor|floor-sched) ;; *) die "unknown condition $c" ;; esac
+  [[ " ${tracer_conditions[*]} " == *" $c "* ]] || die "unknown condition $c"
 done
 [[ $rounds =~ ^[0-9]+$ && $rounds -ge 2 ]] || die "--rounds needs a whole number >= 2, got $rounds"
 [[ $rate =~ ^[0-9]+$ && $rate -ge 1 ]] || die "--rate needs a whole number of requests per second, got $rate"
@@ -44,7 +45,6 @@ out=$build/bench/observer-cpu
 for b in speedometer hook_floor; do [ -x "$bin/$b" ] || die "$bin/$b not built (make BUILD=$build)"; done
 rm -rf "$out"; mkdir -p "$out"
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing
-source "$here/lib/tracers.sh"
 # Everything started here is stopped on every exit (stop_all: SIGINT, then SIGKILL, since a
 # background job of a non-interactive shell ignores SIGINT); a tracer still attached is in pids.
 tracer_pid=

@@ -32,6 +32,10 @@ while [ $# -gt 0 ]; do
     *) echo "bench-tracing-overhead: unknown option $1" >&2; exit 2 ;;
   esac
 done
+# Before anything is cleared or started.
+for c in "${conditions[@]}"; do
+  [[ " ${all_conditions[*]} " == *" $c "* ]] || { echo "bench-tracing-overhead: unknown condition $c" >&2; exit 2; }
+done
 bin=$build/bin
 here=$(cd "$(dirname "$0")" && pwd)
 out=$build/bench/tracing-overhead
@@ -72,9 +76,6 @@ json.dump(out, sys.stdout)' > "$out/progs-$1.json"
 # Kept for reference, not trusted: counted in sampled ticks, it swings by tens of percent
 # between conditions (docs/benchmarks.md); the server's own schedstat below is the figure.
 cpu1_busy() { awk '$1 == "cpu1" { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
-for c in "${conditions[@]}"; do
-  [[ " ${all_conditions[*]} " == *" $c "* ]] || { echo "bench-tracing-overhead: unknown condition $c" >&2; exit 2; }
-done
 n=${#conditions[@]}
 for r in $(seq "$rounds"); do
   for i in $(seq 0 $((n - 1))); do

@@ -13,8 +13,9 @@ import sys
 
 
 # (a, b): a's overhead minus b's, reported when a run has both.
-PAIRS = [("platoon", "perf"), ("platoon-noio", "perf"), ("platoon", "platoon-noio"), ("top", "platoon"), ("top", "platoon-noevents"), ("top", "floor"),
-         ("top", "top-sched"), ("floor", "floor-sched"), ("top-sched", "floor-sched")]
+PAIRS = [("platoon", "perf"), ("platoon-noio", "perf"), ("platoon", "platoon-noio"), ("top", "platoon"),
+         ("top", "platoon-noevents"), ("top", "floor"), ("top", "top-sched"), ("floor", "floor-sched"),
+         ("top-sched", "floor-sched")]
 
 
 def trimmed_mean(values, cut=0.1):

@@ -1,7 +1,7 @@
 // The hook floor: a program that returns at once on each tracepoint platoon's collector uses
 // for its aggregates (scheduler events and epoll exits). What the server pays under it is what
 // the hooks themselves cost (the kernel's tracepoint dispatch and a program call), before any
-// of platoon's work; bench-observer-cpu.sh's `floor` condition loads it with bpftool.
+// of platoon's work. bench/hook_floor/main.cpp loads it (bench-observer-cpu.sh's `floor`).
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>

@@ -1,15 +1,21 @@
 # The tracers the benchmarks compare, started and stopped alike, and what they read of the
-# traced server. Source it with these set: bin (the build's bin/), here (scripts/), out (the
+# traced server. Its functions need these set: bin (the build's bin/), here (scripts/), out (the
 # output folder) and spid (the server's pid).
-#   start_tracer COND ROUND   none, platoon, platoon-nostats, platoon-noevents (aggregates only, as
-#                             top collects them), platoon-noio (record --no-io: the scheduler
-#                             data alone, as perf sched collects it), top, top-5s, top-sched (columns without IO or
-#                             drain: no epoll programs), exporter, perf, bpftrace, floor
-#                             (bench/hook_floor: the hooks alone, no work in them), floor-sched
-#                             (its scheduler hooks without the epoll exits);
-#                             sets tracer_pid (empty for none), returns once it is attached
+#   start_tracer COND ROUND   COND one of tracer_conditions (below); sets tracer_pid (empty
+#                             for none) and returns once the tracer is attached
 #   stop_tracer COND ROUND    Ctrl-C, after writing its CPU seconds to $out/COND-ROUND.cpu
 # Tracers' user space runs on CPU 0.
+
+# The conditions start_tracer knows:
+#   platoon: record as shipped; platoon-nostats --no-bpf-stats; platoon-noevents --no-events
+#     (aggregates only, as top collects them); platoon-noio --no-io (the scheduler data alone,
+#     as perf sched collects it)
+#   top: --batch, a snapshot a second; top-5s one per 5 s, as the exporter takes them; top-sched
+#     columns without IO or drain (no epoll programs)
+#   floor: bench/hook_floor, do-nothing programs on the hooks platoon's aggregates use;
+#     floor-sched its scheduler hooks without the epoll exits
+tracer_conditions=(none platoon platoon-nostats platoon-noevents platoon-noio top top-5s top-sched exporter perf bpftrace
+                   floor floor-sched)
 
 start_tracer() {  # condition round → sets tracer_pid (empty for none)
   tracer_pid=
@@ -20,7 +26,7 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
       case $1 in platoon-nostats) extra=(--no-bpf-stats) ;; platoon-noevents) extra=(--no-events) ;; platoon-noio) extra=(--no-io) ;; esac
       taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/$1-$2.trace" "${extra[@]}" 2> "$out/$1-$2.err" & tracer_pid=$!
       for _ in $(seq 200); do grep -q recording "$out/$1-$2.err" && break; sleep 0.05; done ;;
-    top|top-5s|top-sched)  # top-5s: one snapshot per 5 s, as the exporter takes them
+    top|top-5s|top-sched)
       local every=1 cols=(); [ "$1" = top-5s ] && every=5
       [ "$1" = top-sched ] && cols=(--columns cpu_pct,wait_pct,migrations_per_s,wakeups_per_s)
       taskset -c 0 "$bin/platoon" top --pid "$spid" --batch --interval "$every" --iterations 100000 "${cols[@]}" > "$out/$1-$2.log" 2>&1 & tracer_pid=$!
@@ -33,7 +39,7 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
     perf)
       taskset -c 0 perf sched record -o "$out/perf-$2.data" > "$out/perf-$2.log" 2>&1 & tracer_pid=$!
       sleep 1.5 ;;
-    floor|floor-sched)  # do-nothing programs on the hooks platoon's aggregates use (bench/hook_floor)
+    floor|floor-sched)
       local only=(); [ "$1" = floor-sched ] && only=(--sched-only)
       taskset -c 0 "$bin/hook_floor" "${only[@]}" > "$out/$1-$2.log" 2>&1 & tracer_pid=$!
       for _ in $(seq 200); do grep -q attached "$out/$1-$2.log" && break; sleep 0.05; done ;;
