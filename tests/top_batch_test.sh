@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # platoon top --batch (and top with stdout not a terminal): the table every interval as plain
 # text for scripts; --iterations; bpf and procfs sources; a launched command ends the run;
-# --replay --batch of a recording shows the same threads; bad input gives one-line errors.
+# --no-io loads no epoll program; --replay --batch of a recording shows the same threads; bad
+# input gives one-line errors.
 set -uo pipefail
 . "$(dirname "$0")/lib/common.sh"
 require_root
@@ -54,6 +55,19 @@ header=$(grep -m1 '^ *TID' "$tmp/col.txt" | tr -s ' ')
 [ "$progs" = 0 ] || fail "--columns cpu_pct,wait_pct: $progs epoll programs loaded"
 echo "ok --columns: $header; epoll programs loaded: $progs"
 expect_error --status 2 "unknown column 'bogus'" "$bin/platoon" top --pid "$spid" --batch -n 1 --columns bogus
+
+# --no-io: no epoll program even when a shown column would want one, the header says it lacks
+# io, and the carriers' scheduler columns are still there.
+"$bin/platoon" top --pid "$spid" --batch -n 3 -i 0.5 --no-io --columns cpu_pct,events_per_cycle > "$tmp/noio.txt" & tpid=$!
+sleep 1
+progs=$(bpftool prog show 2>/dev/null | grep -c 'name epoll_' || true)
+swtch=$(bpftool prog show 2>/dev/null | grep -c 'name switch_' || true)
+wait "$tpid" || fail "--no-io run"
+[ "$swtch" -ge 1 ] && [ "$progs" = 0 ] || fail "--no-io: $swtch switch and $progs epoll programs loaded"
+grep -q 'lacks:.*io' "$tmp/noio.txt" || { cat "$tmp/noio.txt"; fail "--no-io: the header does not say it lacks io"; }
+row=$(grep -E "^ *[0-9]+ carrier-0 " "$tmp/noio.txt" | tail -1)
+echo "$row" | grep -qE 'carrier-0 +[0-9.]+ +- *$' || { cat "$tmp/noio.txt"; fail "--no-io: carrier-0 row '$row'"; }
+echo "ok --no-io: epoll programs loaded: $progs; $row"
 
 # A launched command: top ends when it does.
 "$bin/platoon" top --batch -i 0.25 -- sleep 1 > "$tmp/c.txt" 2> "$tmp/c.err" || fail "launched command run"

@@ -204,20 +204,35 @@ TEST_F(LossesTest, SwitchInsBeyondTheCpuSlotsAreCountedAsOverflow) {
   o.cpu_slots = 1;
   auto c = open(o);
   ASSERT_TRUE(c);
-  Worker w([] {
-    pin_to_cpu(1);
+  // /proc's own counts say where each switch-in can have happened: every switch-in before the
+  // pin (at most the switch-outs by then, plus the first run) may be on CPU 0; every sleep
+  // after it wakes on CPU 1, beyond the one slot. A sleep whose timer fires before schedule()
+  // does not switch at all, so the count of sleeps is not a bound; the voluntary count is.
+  bool pinned = false;
+  long long switches_at_pin = -1, vol_at_pin = -1, vol_end = -1;
+  Worker w([&] {
+    const pid_t me = this_tid();
+    pinned = pin_to_cpu(1);
+    switches_at_pin = read_voluntary(me) + read_nonvoluntary(me);
+    vol_at_pin = read_voluntary(me);
     for (int i = 0; i < 100; ++i) usleep(500);
+    vol_end = read_voluntary(me);
   });
   w.wait_parked();
+  ASSERT_TRUE(pinned);
   const model::Snapshot s = c->snapshot();
   const model::ThreadSample* t = find(s, w.tid());
   ASSERT_TRUE(t);
-  std::printf("  switch-ins %llu: cpu0 %llu, overflow %llu (slots kept: %zu)\n", (unsigned long long)t->switch_ins,
+  std::printf("  switch-ins %llu: cpu0 %llu, overflow %llu (slots kept: %zu); proc: %lld switches at the pin, "
+              "%lld sleeps after it\n",
+              (unsigned long long)t->switch_ins,
               (unsigned long long)(t->cpu_switch_ins.empty() ? 0 : t->cpu_switch_ins[0]),
-              (unsigned long long)t->cpu_overflow, t->cpu_switch_ins.size());
+              (unsigned long long)t->cpu_overflow, t->cpu_switch_ins.size(), switches_at_pin, vol_end - vol_at_pin);
   ASSERT_EQ(t->cpu_switch_ins.size(), 1u);
   EXPECT_EQ(t->cpu_switch_ins[0] + t->cpu_overflow, t->switch_ins);
-  EXPECT_GE(t->cpu_overflow, 100u);
+  EXPECT_GE(vol_end - vol_at_pin, 50);  // the workload did sleep on CPU 1
+  EXPECT_GE(t->cpu_overflow, static_cast<uint64_t>(vol_end - vol_at_pin));
+  EXPECT_LE(t->cpu_switch_ins[0], static_cast<uint64_t>(switches_at_pin + 1));
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ TEST_P(ThreadEntriesTest, AnExitedThreadIsReportedOnceWithItsFinalCounts) {
   EXPECT_TRUE(x->exited);
   std::printf("  tid %d: voluntary %llu by BPF, %lld by /proc before its exit\n", tid,
               (unsigned long long)x->switches_voluntary, truth);
-  ASSERT_GE(truth, 30);
+  // Not 30: a sleep whose timer fires before schedule() (a stalled vCPU) does not switch.
+  ASSERT_GE(truth, 20);
   // The /proc read is the thread's last act but for its exit path (a futex wake at most).
   EXPECT_GE(static_cast<long long>(x->switches_voluntary), truth);
   EXPECT_LE(static_cast<long long>(x->switches_voluntary), truth + 3);

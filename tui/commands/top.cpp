@@ -327,8 +327,10 @@ int run_top_with(const TopOptions& opt, model::BpfStatsMode bpf_stats) {
   TopOptions live = opt;
   // The header and the detail view read the scheduler's fields; IO and drain (the epoll
   // programs, the runtime probes) only the columns that show them.
+  // --no-io has taken kFieldIo out of opt.live.fields already, and columns do not put it back.
   if (!shown.empty())
-    live.live.fields = (model::kFieldsBpf & ~(model::kFieldIo | model::kFieldDrain)) | model::needed_fields(shown);
+    live.live.fields =
+        opt.live.fields & ((model::kFieldsBpf & ~(model::kFieldIo | model::kFieldDrain)) | model::needed_fields(shown));
   return run_live(live, shown, batch, bpf_stats);
 }
 
@@ -356,6 +358,7 @@ CommandRun add_top(CLI::App& sub) {
       ->delimiter(',');
   f->live.add_procfs(sub, opt.live, "sample /proc instead of loading BPF (fewer fields)");
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes");
+  f->live.add_no_io(sub);
   f->live.add_raw_tp(sub, opt.live);
   f->live.add_bpf_stats(sub);
   f->live.add_verbose(sub, opt.live);
