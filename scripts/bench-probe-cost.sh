@@ -2,8 +2,9 @@
 # What each tracer adds to one epoll wait call, to one other syscall and to one context switch,
 # as the traced program sees it (build/bin/probe_cost: its own clock around 1M non-blocking
 # epoll_wait calls that return one event, 1M getppid calls, and 200k futex hand-offs between two
-# threads pinned to one CPU, each a wakeup plus a switch). Unlike the programs' kernel.bpf_stats run time, this includes the
-# tracepoint machinery, the interrupts that land inside a program, and the stats' own clock reads.
+# threads pinned to one CPU, each a wakeup plus a switch). Unlike the programs' kernel.bpf_stats
+# run time, this includes the tracepoint machinery, the interrupts that land inside a program,
+# and the stats' own clock reads.
 #
 # Conditions, alternating within each round: none; `floor` (bpftrace with one do-nothing
 # sys_exit_epoll_wait program: what any syscall-tracepoint hook costs on this kernel);

@@ -12,16 +12,16 @@
 # teardown, perf's file going to disk); the summary quotes medians over the rounds.
 #
 # usage: scripts/bench-tracing-overhead.sh [BUILD_DIR] [--rounds N] [--duration S] [--rate R]
-#                                         [--conditions none,platoon,..]  (default: all seven;
-#   fewer conditions allow more rounds in the same time, none is always run)
+#                                         [--conditions none,platoon,..]  (default: the seven
+#   above; any of scripts/lib/tracers.sh's tracer_conditions; fewer conditions allow more rounds
+#   in the same time, none is always run)
 #   CPUs: server on CPU 1 (one carrier); mock, load and the tracers' user space on CPU 0.
 # Writes BUILD_DIR/bench/tracing-overhead.json and prints a table.
 set -euo pipefail
 build=build
 [ $# -gt 0 ] && [[ $1 != --* ]] && { build=$1; shift; }
 rounds=7 duration=5 rate=5000
-all_conditions=(none platoon platoon-nostats top exporter perf bpftrace)
-conditions=("${all_conditions[@]}")
+conditions=(none platoon platoon-nostats top exporter perf bpftrace)
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2 ;;
@@ -32,15 +32,15 @@ while [ $# -gt 0 ]; do
     *) echo "bench-tracing-overhead: unknown option $1" >&2; exit 2 ;;
   esac
 done
-# Before anything is cleared or started.
-for c in "${conditions[@]}"; do
-  [[ " ${all_conditions[*]} " == *" $c "* ]] || { echo "bench-tracing-overhead: unknown condition $c" >&2; exit 2; }
-done
 bin=$build/bin
 here=$(cd "$(dirname "$0")" && pwd)
 out=$build/bench/tracing-overhead
-rm -rf "$out"; mkdir -p "$out"  # the summary globs it: nothing of an earlier run may count
 source "$here/lib/tracers.sh"
+# Before anything is cleared or started.
+for c in "${conditions[@]}"; do
+  [[ " ${tracer_conditions[*]} " == *" $c "* ]] || { echo "bench-tracing-overhead: unknown condition $c" >&2; exit 2; }
+done
+rm -rf "$out"; mkdir -p "$out"  # the summary globs it: nothing of an earlier run may count
 [ "$(id -u)" = 0 ] || { echo "bench-tracing-overhead: needs root" >&2; exit 1; }
 # perf and bpftrace find tracepoints through tracefs.
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing

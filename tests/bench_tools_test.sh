@@ -80,6 +80,12 @@ expect_error --status 2 'rounds' scripts/bench-observer-cpu.sh "$BUILD" --rounds
 expect_error --status 2 'unknown condition' scripts/bench-observer-cpu.sh "$BUILD" --conditions none,bogus
 expect_error --status 2 'duration' scripts/bench-observer-cpu.sh "$BUILD" --duration 5s
 expect_error --status 2 'unknown option' scripts/bench-observer-cpu.sh "$BUILD" --bogus
+# bench-tracing-overhead takes the same conditions, and refuses a typo before it clears the
+# results of its last run.
+mkdir -p "$BUILD/bench/tracing-overhead"; touch "$BUILD/bench/tracing-overhead/last-run"
+expect_error --status 2 'unknown condition' scripts/bench-tracing-overhead.sh "$BUILD" --conditions none,bogus
+[ -e "$BUILD/bench/tracing-overhead/last-run" ] || fail "bench-tracing-overhead cleared its results for a bad condition"
+rm -f "$BUILD/bench/tracing-overhead/last-run"
 
 # A short run leaves nothing behind, finished or stopped by SIGTERM, also when started as a
 # background job (whose children ignore SIGINT): the runs of 2026-12-06 left their servers up.

@@ -213,8 +213,8 @@ TEST_F(LossesTest, SwitchInsBeyondTheCpuSlotsAreCountedAsOverflow) {
   Worker w([&] {
     const pid_t me = this_tid();
     pinned = pin_to_cpu(1);
-    switches_at_pin = read_voluntary(me) + read_nonvoluntary(me);
     vol_at_pin = read_voluntary(me);
+    switches_at_pin = vol_at_pin + read_nonvoluntary(me);
     for (int i = 0; i < 100; ++i) usleep(500);
     vol_end = read_voluntary(me);
   });

@@ -29,7 +29,8 @@ struct LiveFlags {
   // --procfs and --no-usdt take a help text each: what the command loses without BPF differs.
   void add_procfs(CLI::App& sub, LiveOptions& live, const std::string& help);
   void add_no_usdt(CLI::App& sub, const std::string& help);
-  // --no-io: no epoll programs (record and the exporter; top loads them only for IO columns).
+  // --no-io: no epoll programs (record, top and the exporter; top also leaves them out when no
+  // shown column needs them).
   // Most of what platoon costs a server is theirs, because a syscall tracepoint puts every
   // syscall on the machine on the kernel's traced path (docs/benchmarks.md, run H6).
   void add_no_io(CLI::App& sub);
