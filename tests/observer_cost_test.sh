@@ -25,10 +25,15 @@ passed=0 failed=0
 ok() { echo "ok $*"; passed=$((passed + 1)); }
 bad() { echo "FAIL: $*"; failed=$((failed + 1)); }
 sysctl_value() { cat /proc/sys/kernel/bpf_stats_enabled; }
-[ "$(sysctl_value)" = 0 ] || skip "kernel.bpf_stats_enabled is already 1: nothing to turn on and off"
+# (b) needs the stats off to see platoon turn them on and off: the sysctl is put at 0 for the
+# test and back as it was after it. Another process holding them on through its own fd cannot
+# be undone from here, and would make on and off look alike: that fails, loudly.
+stats_was=$(sysctl_value)
+cleanup() { stop_pids "${stop_grace:-0.3}"; echo "$stats_was" > /proc/sys/kernel/bpf_stats_enabled; rm -rf "$tmp"; }
+echo 0 > /proc/sys/kernel/bpf_stats_enabled
 # holders: processes holding the stats on through a bpf_enable_stats fd (what platoon does).
 holders() { for p in /proc/[0-9]*; do ls -l "$p/fd" 2>/dev/null | grep -q 'anon_inode:bpf-stats' && echo "${p#/proc/}"; done; }
-[ -z "$(holders)" ] || skip "processes $(holders | tr '\n' ' ')hold the BPF stats on already: (b) cannot tell on from off"
+[ -z "$(holders)" ] || fail "processes $(holders | tr '\n' ' ')hold the BPF stats on already: (b) cannot tell on from off"
 
 # progs PID: "name run_time_ns run_cnt" of each BPF program PID holds, one a line: the program
 # ids from the process's fds (/proc/PID/fdinfo), the counters from bpftool (this bpftool lists

@@ -18,6 +18,7 @@
 #include "bpf/collectors/sources.hpp"
 #include "bpf/snapshot/clock.hpp"
 #include "tests/bpf/fixture.hpp"
+#include "tests/bpf/stats_sysctl.hpp"
 
 namespace platoon::bpf {
 namespace {
@@ -89,9 +90,12 @@ class BpfStatsTest : public testing::BpfTest {
   void SetUp() override {
     testing::BpfTest::SetUp();
     if (IsSkipped()) return;
-    if (bpf_stats_sysctl_on()) GTEST_SKIP() << "kernel.bpf_stats_enabled=1 already";
-    if (stats_fds() != 0) GTEST_SKIP() << "this process already holds the stats";
+    // Off, so that what turns the stats on is what the test holds; put back after it.
+    ASSERT_TRUE(sysctl_.written()) << "cannot write kernel.bpf_stats_enabled";
+    ASSERT_FALSE(bpf_stats_sysctl_on());
+    ASSERT_EQ(stats_fds(), 0) << "this process already holds the stats: a test before leaked its fd";
   }
+  testing::StatsSysctl sysctl_{0};
 };
 
 TEST_F(BpfStatsTest, HeldOnWhileAliveAndOffAfter) {

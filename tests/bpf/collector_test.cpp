@@ -22,6 +22,7 @@
 #include "bpf/collectors/collector.hpp"
 #include "bpf/platoon.h"
 #include "tests/bpf/fixture.hpp"
+#include "tests/bpf/stats_sysctl.hpp"
 #include "tests/bpf/workloads.hpp"
 
 namespace platoon::bpf {
@@ -485,13 +486,8 @@ TEST_F(CollectorTest, OpenErrorsAreOneLine) {
 
 // ---- overhead figure: mean ns per sched_switch program run (needs bpf_stats_enabled) ----
 TEST_F(CollectorTest, ReportsProgramRunTimes) {
-  FILE* f = std::fopen("/proc/sys/kernel/bpf_stats_enabled", "r+");
-  if (!f) GTEST_SKIP() << "no kernel.bpf_stats_enabled";
-  int was = 0;
-  if (std::fscanf(f, "%d", &was) != 1) was = 0;
-  std::rewind(f);
-  std::fputs("1\n", f);
-  std::fflush(f);
+  const testing::StatsSysctl on(1);
+  ASSERT_TRUE(on.written()) << "cannot write kernel.bpf_stats_enabled";
   {
     auto c = open();
     ASSERT_TRUE(c);
@@ -510,9 +506,6 @@ TEST_F(CollectorTest, ReportsProgramRunTimes) {
       }
     }
   }
-  std::rewind(f);
-  std::fprintf(f, "%d\n", was);
-  std::fclose(f);
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ TEST(StatsTable, CarriersBookOnlyWhileTheSemaphoreIsRaised) {
 #if defined(__SANITIZE_THREAD__)
   // A tracer raises the semaphore from outside TSan's view; raised from this thread, the
   // carrier's plain volatile read of it is a race by TSan's rules.
-  GTEST_SKIP() << "the semaphore is a tracer's to raise";
+  GTEST_SKIP() << "under a sanitizer (TSan): the semaphore is a tracer's to raise";
 #endif
   constexpr int kFibers = 20, kYields = 50;
   rt::Runtime runtime(carrier_mode(1));
