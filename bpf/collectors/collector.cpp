@@ -123,7 +123,12 @@ struct OpenFailure {
   OpenError kind = OpenError::other;
   std::string message;
 };
-constexpr const char* kNeedRoot = "BPF needs root or CAP_BPF+CAP_PERFMON: run as root, or use --procfs";
+// The errno the kernel refused with goes in the message, so a note or error says what the kernel
+// said (and a capability taken away by a container or systemd is not mistaken for a missing root).
+std::string need_root(const char* step, int err) {
+  return std::string("BPF needs root or CAP_BPF+CAP_PERFMON (") + step + ": " + errstr(err) +
+         "): run as root, or use --procfs";
+}
 // No attempt will do better: the kernel refuses us, not the programs.
 bool permission_denied(int err) { return err == -EPERM || (err == -EACCES && geteuid() != 0); }
 
@@ -347,7 +352,7 @@ Loaded load_with_fallback(const CollectorOptions& o, const std::string& comm, co
 }
 
 OpenFailure load_failure(const Loaded& l, bool verbose) {
-  if (permission_denied(l.err)) return {OpenError::permission, kNeedRoot};
+  if (permission_denied(l.err)) return {OpenError::permission, need_root("loading the programs", l.err)};
   return {OpenError::unsupported, "the BPF programs do not load on this kernel (" + l.reasons + ")" +
                                       (verbose ? "" : "; --verbose shows libbpf's log")};
 }
@@ -413,7 +418,7 @@ bool Collector::Impl::attach(bool events, OpenFailure* f) {
   for (pid_t pid : opts.pids)
     if (!target(pid)) return *f = {OpenError::other, "cannot add target " + std::to_string(pid) + ": target map full"}, false;
   if (const int err = platoon_bpf__attach(skel.get())) {
-    if (err == -EPERM) return *f = {OpenError::permission, kNeedRoot}, false;
+    if (err == -EPERM) return *f = {OpenError::permission, need_root("attaching the programs", err)}, false;
     return *f = {OpenError::other, "cannot attach the BPF programs: " + errstr(err)}, false;
   }
   if (events) {

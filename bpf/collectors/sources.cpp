@@ -101,10 +101,15 @@ std::unique_ptr<model::SnapshotSource> open_source(const SourceOptions& opt, std
     return std::make_unique<BpfSource>(std::move(c), opt.record_events, opt.bpf_stats);
   // Without BPF privileges or BTF the same tables come from /proc, with fewer fields; anything
   // else is a real failure and is reported as such.
-  if (kind == OpenError::permission || kind == OpenError::no_btf) {
-    note = kind == OpenError::permission
-               ? "BPF needs root or CAP_BPF+CAP_PERFMON (run as root for every table); sampling /proc instead (source: procfs)"
-               : message.substr(0, message.find(':')) + "; sampling /proc instead (source: procfs)";
+  // The permission message carries the kernel's errno ("... (loading the programs: Operation not
+  // permitted): run as root, ..."): the note and the recording keep it, without the advice.
+  if (kind == OpenError::permission) {
+    const std::string why = message.substr(0, message.rfind(": run as root"));
+    note = why + "; run as root for every table; sampling /proc instead (source: procfs)";
+    return open_procfs_source(opt, error, "bpf: " + why);
+  }
+  if (kind == OpenError::no_btf) {
+    note = message.substr(0, message.find(':')) + "; sampling /proc instead (source: procfs)";
     return open_procfs_source(opt, error);
   }
   // A kernel too old (or too locked down) for the programs: the message is libbpf's reason.
