@@ -1,10 +1,13 @@
-// Small hostile recordings must cost time and memory linear in their size (issue 12, defect 6).
-// Each test writes one adversarial shape with the real TraceWriter and checks the in-process part
-// (reader + RecordingWindow); with PLATOON_HOSTILE_DIR set the files are kept there, and
+// Small hostile recordings must cost time and memory linear in their size. Each test writes one
+// adversarial shape with the real TraceWriter and checks the in-process part (reader +
+// RecordingWindow); with PLATOON_HOSTILE_DIR set the files are kept there, and
 // tests/hostile_recording_test.sh runs every consumer on them under time and memory limits.
+// Every file carries a few raw events beside its hostile snapshots, so that the event exports
+// (chrome, perfetto) read the snapshots too instead of refusing a file without events.
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
@@ -78,6 +81,37 @@ ThreadSample thread(uint32_t tid, uint64_t first_seen, uint64_t run_ns) {
   return t;
 }
 
+// `n` switch events on CPU 0 from `ts`, two of the file's threads taking turns (so the exports
+// pair each switch-in with a switch-out).
+bool write_switches(TraceWriter& w, uint64_t ts, uint32_t tid, uint32_t n) {
+  std::vector<platoon_ev_switch> ev(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t prev = tid + i % 2, next = tid + (i + 1) % 2;
+    ev[i].h.ts_ns = ts + i * 1000;
+    ev[i].h.type = PLATOON_EV_SWITCH;
+    ev[i].h.tid = prev;
+    ev[i].prev_pid = 1 + prev / 64;
+    ev[i].next_tid = next;
+    ev[i].next_pid = 1 + next / 64;
+    ev[i].prev_state = 1;
+    ev[i].prev_prio = ev[i].next_prio = 120;
+    std::snprintf(ev[i].prev_comm, sizeof ev[i].prev_comm, "t%u", prev % 100);
+    std::snprintf(ev[i].next_comm, sizeof ev[i].next_comm, "t%u", next % 100);
+  }
+  return w.write_events(ev.data(), ev.size() * sizeof ev[0], n);
+}
+
+// How many raw events a file holds, as the exports read them.
+uint64_t count_events(const std::string& file) {
+  uint64_t n = 0;
+  ReadOptions ro;
+  ro.on_event = [&n](const platoon_event_header&, const void*, size_t) { ++n; };
+  ro.on_snapshot = [](Snapshot&&) {};
+  std::string error;
+  EXPECT_TRUE(read_trace(file, &error, ro)) << error;
+  return n;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -94,6 +128,7 @@ TEST_F(HostileTrace, HugeSnapshotThenEmpty) {
     for (uint32_t i = 1; i <= kMaxPairsPerSnapshot; ++i)
       s.pairs.push_back({i, PairKind::preempted_by, i % kMaxThreadsPerSnapshot + 1, 1, "p", 3, 300});
     ASSERT_TRUE(w->write_snapshot(s)) << w->error();
+    ASSERT_TRUE(write_switches(*w, kStart + kInterval / 2, 1, 16)) << w->error();
     Snapshot empty;
     empty.ts_ns = kStart + kInterval;
     ASSERT_TRUE(w->write_snapshot(empty)) << w->error();
@@ -113,6 +148,7 @@ TEST_F(HostileTrace, HugeSnapshotThenEmpty) {
   EXPECT_EQ(win.threads.size(), kKeepThreadsPerSnapshot);
   ASSERT_FALSE(win.threads.empty());
   EXPECT_TRUE(win.threads.front().exited);  // vanished in the second snapshot
+  EXPECT_EQ(count_events(path("a-huge-then-empty.platoon")), 16u);
 }
 
 // (b) A long recording of short-lived threads: every snapshot brings fresh tids, each lives for
@@ -132,6 +168,7 @@ TEST_F(HostileTrace, ManyShortLivedThreads) {
         s.threads.push_back(thread(tid, born, 1000 * (tid % 997 + 1)));
       }
       ASSERT_TRUE(w->write_snapshot(s)) << w->error();
+      ASSERT_TRUE(write_switches(*w, s.ts_ns + kInterval / 2, first, 2)) << w->error();
     }
     ASSERT_TRUE(w->finish(std::string(kStopDuration))) << w->error();
   }
@@ -157,6 +194,7 @@ TEST_F(HostileTrace, ManyShortLivedThreads) {
   EXPECT_GT(d->cut_snapshots, 0u);
   EXPECT_EQ(d->snapshots.size() + d->cut_snapshots, kSnapshots);
   EXPECT_NE(d->cap_note(), "");
+  EXPECT_EQ(count_events(path("b-short-lived.platoon")), 2u * kSnapshots);
 }
 
 // (c) A ~16 KiB compressed SNAP whose threads carry per-CPU lists of the format's maximum
@@ -176,6 +214,7 @@ TEST_F(HostileTrace, PerCpuListsInflate) {
         s.threads.back().cpu_switch_ins.assign(kMaxCpusInTrace, 0);
       }
       ASSERT_TRUE(w->write_snapshot(s)) << w->error();
+      ASSERT_TRUE(write_switches(*w, s.ts_ns + kInterval / 2, 1, 8)) << w->error();
     }
     ASSERT_TRUE(w->finish(std::string(kStopDuration))) << w->error();
   }
@@ -196,6 +235,7 @@ TEST_F(HostileTrace, PerCpuListsInflate) {
     EXPECT_LE(slots, kKeepCpuSlotsPerSnapshot);
     EXPECT_GT(s.threads.size(), 900u);  // threads themselves are all kept
   }
+  EXPECT_EQ(count_events(path("c-per-cpu-bomb.platoon")), 16u);
 }
 
 }  // namespace
