@@ -1,10 +1,18 @@
-// Older kernels (issue 12, defect 8): the programs hold no instruction a pre-5.12 verifier
-// rejects, and each feature the kernel may lack is dropped (and named) rather than failing the
-// whole load. Missing features are simulated with PLATOON_INJECT_LOAD_FAIL (bpf/collectors/features.hpp).
+// Older kernels: the programs hold no instruction a pre-5.12 verifier rejects, and each feature
+// the kernel may lack is dropped (and named) rather than failing the whole load. Missing features
+// are simulated with PLATOON_INJECT_LOAD_FAIL (bpf/collectors/features.hpp); a refusal for want
+// of capabilities is real (a child that drops them all).
 #include <bpf/libbpf.h>
 #include <linux/bpf.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "platoon.skel.h"
@@ -79,6 +87,63 @@ TEST_F(KernelFeaturesTest, NoProgramSetLoadingIsUnsupportedWithTheReason) {
   EXPECT_NE(message.find("do not load on this kernel"), std::string::npos);
   EXPECT_NE(message.find("raw_tp: raw_tp programs failed to load"), std::string::npos);
   EXPECT_EQ(message.find('\n'), std::string::npos);
+}
+
+// In a child that drops every capability (root's uid kept): the kernel refuses BPF, and the
+// message carries the errno the kernel gives the same child for a one-entry array map, asked
+// directly with bpf(2).
+TEST_F(KernelFeaturesTest, WithoutCapabilitiesTheRefusalCarriesTheKernelsErrno) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(fds[0]);
+    __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct none[2] = {};
+    const bool dropped = syscall(SYS_capset, &hdr, none) == 0;
+    std::ifstream status("/proc/self/status");
+    std::string line, capeff = "?";
+    while (std::getline(status, line))
+      if (line.rfind("CapEff:", 0) == 0) capeff = line.substr(line.find_first_not_of(" \t", 7));
+    bpf_attr attr{};
+    attr.map_type = BPF_MAP_TYPE_ARRAY;
+    attr.key_size = 4;
+    attr.value_size = 4;
+    attr.max_entries = 1;
+    const long fd = syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof attr);
+    const std::string kernel_says = fd < 0 ? std::strerror(errno) : "created";
+    CollectorOptions o;
+    o.pids = {getppid()};
+    OpenError kind = OpenError::none;
+    std::string message;
+    const bool opened = Collector::open(o, &kind, &message) != nullptr;
+    std::ostringstream out;
+    out << dropped << '\n' << capeff << '\n' << kernel_says << '\n' << opened << '\n'
+        << (kind == OpenError::permission) << '\n' << message << '\n';
+    const std::string text = out.str();
+    const bool written = write(fds[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    _exit(written ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int st = 0;
+  ASSERT_EQ(waitpid(child, &st, 0), child);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+  std::istringstream in(text);
+  std::string dropped, capeff, kernel_says, opened, permission, message;
+  std::getline(in, dropped), std::getline(in, capeff), std::getline(in, kernel_says);
+  std::getline(in, opened), std::getline(in, permission), std::getline(in, message);
+  std::printf("  CapEff %s, bpf(BPF_MAP_CREATE): %s\n  %s\n", capeff.c_str(), kernel_says.c_str(), message.c_str());
+  ASSERT_EQ(dropped, "1");
+  ASSERT_EQ(capeff.find_first_not_of('0'), std::string::npos) << "CapEff " << capeff;
+  ASSERT_NE(kernel_says, "created");
+  EXPECT_EQ(opened, "0");
+  EXPECT_EQ(permission, "1");
+  EXPECT_NE(message.find(kernel_says), std::string::npos) << message;
 }
 
 TEST_F(KernelFeaturesTest, NoBootClockIsUnsupported) {
