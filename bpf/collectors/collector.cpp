@@ -404,6 +404,12 @@ std::unique_ptr<Collector::Impl> Collector::Impl::create(const CollectorOptions&
   }
   for (auto& n : load_notes(loaded, kf, o)) impl->notes.push_back(std::move(n));
   impl->fields = loaded.plan.fields;
+  // Without the kernel's IRQ time the irq part of a wait would read 0 however long interrupts
+  // held the CPU: the source says it lacks the part rather than show a 0 that looks measured.
+  if (!kf.irq_time) {
+    impl->fields &= ~model::kFieldWaitIrq;
+    impl->notes.push_back("irq wait: not measured, the kernel does not account IRQ time (CONFIG_IRQ_TIME_ACCOUNTING)");
+  }
   impl->usdt = loaded.plan.usdt;
   impl->skel = std::move(loaded.skel);
   impl->raw_tp = loaded.attempt.raw_tp;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <sstream>
+#include <string_view>
 
 namespace platoon::bpf {
 
@@ -38,6 +39,18 @@ int trace_params(const btf* b, const char* typedef_name) {
   return t && btf_is_func_proto(t) ? btf_vlen(t) : -1;
 }
 
+// Whether struct `type` has a member called `member` in the kernel's BTF: a field that exists
+// only under a kernel config option.
+bool has_member(const btf* b, const char* type, const char* member) {
+  const int id = btf__find_by_name_kind(b, type, BTF_KIND_STRUCT);
+  if (id < 0) return false;
+  const btf_type* t = btf__type_by_id(b, static_cast<__u32>(id));
+  const btf_member* m = btf_members(t);
+  for (int i = 0; i < btf_vlen(t); ++i, ++m)
+    if (const char* name = btf__name_by_offset(b, m->name_off); name && std::string_view(name) == member) return true;
+  return false;
+}
+
 }  // namespace
 
 KernelFeatures probe_features(const Injected& inject) {
@@ -49,8 +62,11 @@ KernelFeatures probe_features(const Injected& inject) {
     // void *__data, preempt, prev, next, prev_state (5.18; the 5.x-stable backports too).
     f.switch_state_arg = switch_params >= 5;
     f.task_iter = btf__find_by_name_kind(vmlinux.get(), "bpf_iter__task", BTF_KIND_STRUCT) >= 0;
+    // The run queue's irq clock exists only with CONFIG_IRQ_TIME_ACCOUNTING; the config itself
+    // (/proc/config.gz, /boot) is often not there, the type always is.
+    f.irq_time = has_member(vmlinux.get(), "rq", "prev_irq_time");
   } else {
-    f.tp_btf = f.task_iter = f.switch_state_arg = false;
+    f.tp_btf = f.task_iter = f.switch_state_arg = f.irq_time = false;
   }
   f.ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr) == 1;
   f.boot_clock = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_ktime_get_boot_ns, nullptr) == 1;
@@ -70,6 +86,7 @@ KernelFeatures probe_features(const Injected& inject) {
   if (inject.has("switch_state_arg")) f.switch_state_arg = false;
   if (inject.has("task_pt_regs")) f.task_pt_regs = false;
   if (inject.has("task_storage")) f.task_storage = false;
+  if (inject.has("irq_time")) f.irq_time = false;
   return f;
 }
 

@@ -9,12 +9,14 @@
 //   switch_state_arg  sched_switch's prev_state argument                   5.18  (else: prev's state at the tracepoint)
 //   task_pt_regs      bpf_task_pt_regs: a switched-out task's syscall number 5.15  (else: epoll enter tracepoints too)
 //   task_storage      task-local storage for thread entries (with tp_btf)  5.11  (else: the stats hash)
+//   irq_time          rq->prev_irq_time, CONFIG_IRQ_TIME_ACCOUNTING        config (else: irq wait not measured)
 //
 // Probes read the kernel's BTF (type names) or ask libbpf (libbpf_probe_bpf_*), never the
 // kernel version: backports and configs make versions lie.
 //
 // PLATOON_INJECT_LOAD_FAIL=name[,name...] simulates a kernel without them, for tests:
-// boot_clock, task_iter, ringbuf, switch_state_arg, task_pt_regs and task_storage make the probe answer "missing"; tp_btf
+// boot_clock, task_iter, ringbuf, switch_state_arg, task_pt_regs, task_storage and irq_time make the probe answer
+// "missing"; tp_btf
 // and raw_tp make that program set fail to load (-EINVAL, as a kernel without BPF trampolines
 // or with an older verifier answers), usdt makes the runtime probes fail to load, and epoll
 // hides the syscall tracepoints.
@@ -40,6 +42,10 @@ struct KernelFeatures {
   bool switch_state_arg = true;
   bool task_pt_regs = true;
   bool task_storage = true;
+  // The kernel accounts hard and soft interrupt time per run queue, so the irq part of a wait
+  // can be measured (bpf/wait_split.bpf.h). Without it the kernel only samples interrupts at
+  // the tick: the part would read 0 whatever the interrupts took, so it is not offered at all.
+  bool irq_time = true;
 };
 KernelFeatures probe_features(const Injected& inject);
 

@@ -31,6 +31,7 @@ constexpr FieldName kFieldNames[] = {
     {kFieldDrain, "drain"},
     {kFieldWakeups, "wakeups"},
     {kFieldWaitSplit, "wait split"},
+    {kFieldWaitIrq, "irq_wait"},
 };
 }  // namespace
 

@@ -36,7 +36,8 @@ enum Field : uint32_t {
   kFieldDrain = 1u << 7,        // runtime USDT: drains, queue depth, steals
   kFieldWakeups = 1u << 8,
   kFieldWaitSplit = 1u << 9,    // wait_throttled_ns .. wait_idle_exit_ns (format 1.2)
-  kFieldsBpf = 0x3ff,
+  kFieldWaitIrq = 1u << 10,     // wait_irq_ns is measured: the kernel accounts IRQ time
+  kFieldsBpf = 0x7ff,
   kFieldsProcfs = kFieldRunWait | kFieldSwitches | kFieldMigrations,
 };
 // Names of the fields a mask lacks, for "source: procfs (lacks: ...)".

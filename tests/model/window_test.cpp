@@ -291,8 +291,10 @@ TEST(Window, ZeroWallAndShrinkingCountersStaySane) {
 TEST(Snapshot, MissingFieldNames) {
   EXPECT_TRUE(missing_fields(kFieldsBpf).empty());
   auto m = missing_fields(kFieldsProcfs);
-  EXPECT_EQ(m.size(), 7u);
-  EXPECT_EQ(m.back(), "wait split");
+  EXPECT_EQ(m.size(), 8u);
+  EXPECT_EQ(m.back(), "irq_wait");
+  // A kernel without IRQ time accounting: everything but the irq part of wait.
+  EXPECT_EQ(missing_fields(kFieldsBpf & ~kFieldWaitIrq), std::vector<std::string>{"irq_wait"});
   EXPECT_EQ(m[0], "cpu_distribution");
   EXPECT_STREQ(to_string(Source::procfs), "procfs");
 }

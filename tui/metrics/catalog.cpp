@@ -246,7 +246,8 @@ const Metric kCatalog[] = {
      .help = "%wait while the hypervisor stole its CPU",
      .tui = {.at = 17, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 14},
      .csv = {.at = 18, .decimals = 3}},
-    {.key = "wait_irq_pct", .title = "%IRQ", .width = 6, .unit = Unit::percent, .fields = kFieldWaitSplit,
+    // Its own field: a kernel without IRQ time accounting leaves it out (features.hpp).
+    {.key = "wait_irq_pct", .title = "%IRQ", .width = 6, .unit = Unit::percent, .fields = kFieldWaitIrq,
      .value = [](auto&, auto& t) -> Value { return t.wait_split.irq_pct; },
      .process = [](auto&, auto& p) -> Value { return p.wait_split.irq_pct; },
      .help = "%wait while its CPU served hard and soft interrupts",

@@ -29,10 +29,13 @@ std::string text_wait_split(const Window& w, const std::vector<const ThreadWindo
   fmt::format_to(o, "\nWait by cause (% of wall time; contended = behind other tasks)\n");
   fmt::format_to(o, "{:>8}  {:<16} {:>7} {:>10} {:>10} {:>7} {:>7} {:>10}\n", "TID", "NAME", "%wait", "contended", "throttled",
                  "steal", "irq", "idle exit");
+  // The irq part is "-" when the kernel does not account IRQ time (the source line says it lacks it).
+  const bool irq = w.has(kFieldWaitIrq);
   for (auto* t : waited) {
     const WaitSplit& x = t->wait_split;
-    fmt::format_to(o, "{:>8}  {:<16} {:>7.2f} {:>10.2f} {:>10.2f} {:>7.2f} {:>7.2f} {:>10.2f}\n", t->tid, t->comm, t->wait_pct,
-                   x.contended_pct, x.throttled_pct, x.steal_pct, x.irq_pct, x.idle_exit_pct);
+    const std::string irq_cell = irq ? fmt::format("{:.2f}", x.irq_pct) : "-";
+    fmt::format_to(o, "{:>8}  {:<16} {:>7.2f} {:>10.2f} {:>10.2f} {:>7.2f} {:>7} {:>10.2f}\n", t->tid, t->comm, t->wait_pct,
+                   x.contended_pct, x.throttled_pct, x.steal_pct, irq_cell, x.idle_exit_pct);
   }
   return s;
 }
