@@ -47,7 +47,9 @@ echo "ok hook_floor: 7 programs attached, switch runs match ctxt, none left afte
 # kernel still lets go.
 "$bin/hook_floor" --sched-only > "$tmp/floor9.log" 2>&1 & floor=$!; pids+=($floor)
 wait_started "$tmp/floor9.log" attached hook_floor
-[ "$(floor_progs)" = 4 ] && ! bpftool prog show | grep -q ' name floor_epoll' ||
+# grep reads a file, not a pipe: with pipefail, grep -q leaving early could fail bpftool.
+bpftool prog show > "$tmp/progs9.txt" || fail "bpftool prog show"
+[ "$(floor_progs)" = 4 ] && ! grep -q ' name floor_epoll' "$tmp/progs9.txt" ||
   { bpftool prog show | grep floor_; fail "--sched-only: expected the 4 scheduler programs"; }
 echo "ok hook_floor --sched-only: the 4 scheduler programs, no epoll exit"
 kill -KILL "$floor"; wait "$floor" 2> /dev/null || true

@@ -7,7 +7,8 @@ load=$bin/platoon-load
 [ -x "$load" ] || skip "skip: $load not built"
 use_tmp load-cli
 
-"$load" --help | grep -q -- '--rate' || fail "--help does not mention --rate"
+"$load" --help > "$tmp/help.txt" || fail "--help exit status"
+grep -q -- '--rate' "$tmp/help.txt" || fail "--help does not mention --rate"
 
 expect_usage_error() { expect_error --status 2 '^platoon-load: ' "$load" "$@"; }
 expect_usage_error --url http://127.0.0.1:1/ --rate 0

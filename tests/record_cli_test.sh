@@ -24,7 +24,9 @@ expect_error "no-such-file" "$platoon" report "$tmp/no-such-file"
 expect_error "format" "$platoon" report /etc/passwd --format yaml
 expect_error "cannot run" "$platoon" record -o "$tmp/x.trace" -- /nonexistent/cmd
 "$platoon" --help > /dev/null || fail "--help"
-"$platoon" record --help | grep -q -- "--duration" || fail "record --help"
+# Outputs go to a file before grep: with pipefail, grep -q leaving early would fail the writer.
+"$platoon" record --help > "$tmp/help.txt" || fail "record --help exit status"
+grep -q -- "--duration" "$tmp/help.txt" || fail "record --help"
 
 # 2. -- CMD: a shell loop that spins ~0.5 s and then sleeps; recording ends with it.
 "$platoon" record -q -i 0.2 -o "$tmp/cmd.trace" -- sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; sleep 0.3' \
@@ -37,8 +39,9 @@ echo "-- CMD: threads=$n source=$src max cpu=$cpu"
 [ "$src" = bpf ] || fail "source $src"
 [ "$n" -ge 1 ] || fail "no thread of the command"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 20 else 1)" "$cpu" || fail "the spinning shell shows only $cpu %CPU"
-"$platoon" report "$tmp/cmd.trace" | grep -q "source: bpf" || fail "text report lacks the source line"
-"$platoon" report "$tmp/cmd.trace" | grep -qi "lost" || fail "text report lacks the lost-events line"
+"$platoon" report "$tmp/cmd.trace" > "$tmp/cmd.txt" || fail "text report exit status"
+grep -q "source: bpf" "$tmp/cmd.txt" || fail "text report lacks the source line"
+grep -qi "lost" "$tmp/cmd.txt" || fail "text report lacks the lost-events line"
 
 # 3. --pid target that exits: recording goes on and says so; Ctrl-C stops it cleanly.
 sleep 1 & victim=$!; bg+=($victim)
