@@ -3,9 +3,12 @@
 # under 4,000 req/s twice, "unpinned" (2 carriers, server, mock and load all free on both CPUs:
 # the carriers wait behind the mock and the load and move between CPUs) and "pinned" (1 carrier
 # pinned, the server alone on CPU 1, mock, load and recorder on CPU 0). Doctor must report
-# carrier_waiting and carrier_migrating for the first and neither for the second, and --vs must
-# call the pinned run healthier. Then: a --no-events and a procfs recording name the checks they
-# cannot answer, a live --pid watch, and the one-line errors on bad input.
+# carrier_waiting for the first (and carrier_migrating where /proc says its carriers moved), and
+# neither for the second, and --vs must call the pinned run healthier. Whether CPU 1 really was
+# the server's alone is measured, not asked of doctor: CPU 1's busy time in /proc/stat minus the
+# server threads' schedstat run time. Then: a --no-events and a procfs recording name the checks
+# they cannot answer, a live --pid watch, --comm, -- CMD, and the one-line errors on bad input;
+# those do not depend on the pinned layout and run whatever became of it.
 set -uo pipefail
 . "$(dirname "$0")/lib/common.sh"
 use_tmp doctor
@@ -13,91 +16,208 @@ require_root
 [ "$(nproc)" -ge 2 ] || skip "needs 2 CPUs (one for the pinned server)"
 for b in platoon platoon-server platoon-mock platoon-load; do [ -x "$bin/$b" ] || fail "$bin/$b missing (make)"; done
 
-bench() {  # NAME ARGS..: one benchmark run recorded to $tmp/NAME.trace
-  local name=$1; shift
-  scripts/run-benchmark.sh --build "$BUILD" --rate 4000 --connections 50 --warmup 1 --duration 4 --no-pidstat \
-    --record "$tmp/$name.trace" --output-dir "$tmp/$name" "$@" > "$tmp/$name.log" 2>&1 \
-    || { tail -5 "$tmp/$name.log"; fail "run-benchmark.sh ($name)"; }
-}
-bench unpinned --threads 2 --load-cpuset 0,1 --server-cpuset 0,1 --mock-cpuset 0,1
-# The pinned layout assumes CPU 1 is the server's alone. This machine is shared (other tests run
-# concurrently): when the pinned carrier waited behind tasks of none of this run's processes (its
-# mock and load are on CPU 0, so whatever ran on CPU 1 was foreign), the premise did not hold and
-# the run is repeated, up to three times; a pinned run disturbed by its own processes fails.
-for attempt in 1 2 3; do
-  bench pinned --threads 1 --pin --load-cpuset 0 --server-cpuset 1 --mock-cpuset 0
-  "$platoon" doctor "$tmp/pinned.trace" --format json > "$tmp/pinned.json" || fail "doctor pinned (json)"
-  python3 - "$tmp/pinned.json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-w = [f for f in d["findings"] if f["id"] == "carrier_waiting"]
-if not w:
-    sys.exit(0)
-behind = w[0]["evidence"].get("waited_behind", [])
-foreign = [f"{p['comm']} (pid {p['pid']}, {p['share_pct']}%)" for p in behind if p["where"] == "outside the target"]
-print(f"pinned carrier waited {w[0]['evidence']['max_contended_wait_pct']}% behind", ", ".join(foreign) or "its own process")
-sys.exit(3 if foreign else 1)
+# Both layouts assume the machine is the benchmark's: the unpinned one that its carriers share
+# the CPUs with the mock and the load (and the recorder attaches in time), the pinned one that
+# CPU 1 is the server's alone. This machine may be shared, so each run measures that over its
+# window (run-benchmark.sh's .snap-begin to .snap-end), independently of doctor: the busy time
+# of the layout's CPUs (wall time minus /proc/stat's idle and iowait, which a tickless kernel
+# counts precisely) minus the schedstat run time of the layout's own threads: for the pinned
+# run the server's on CPU 1 (the snapshots' run_ns), for the unpinned one every thread of the
+# benchmark's processes (and the watcher's). What is left is foreign load. At or above the
+# layout's bound (below) foreign load is confirmed and the run is repeated; three in a row and
+# that layout's checks are skipped, at the end, after the checks that need neither ran.
+watch_py='
+import os, sys, time
+out, cpus, root = sys.argv[1], set(sys.argv[2].split(",")), int(sys.argv[3])
+def idle():
+    with open("/proc/stat") as f:
+        return sum(int(v[4]) + int(v[5]) for v in (l.split() for l in f) if v[0][3:] in cpus and v[0][:3] == "cpu" and v[0] != "cpu")
+def tree():
+    kids = {}
+    for p in os.listdir("/proc"):
+        try:
+            kids.setdefault(int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]), []).append(int(p))
+        except (OSError, ValueError, IndexError):
+            pass
+    todo, seen = [root, os.getpid()], []
+    while todo:
+        p = todo.pop(); seen.append(p); todo += kids.get(p, [])
+    run = {}
+    for p in seen:
+        try:
+            for t in os.listdir(f"/proc/{p}/task"):
+                run[t] = int(open(f"/proc/{p}/task/{t}/schedstat").read().split()[0])
+        except OSError:
+            pass
+    return run
+for name in (".snap-begin", ".snap-end"):
+    path, deadline = os.path.join(out, name), time.monotonic() + 60
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            sys.exit(f"{path} never appeared")
+        time.sleep(0.002)
+    t, i = time.monotonic_ns(), idle()
+    print(t, i, " ".join(f"{k}:{v}" for k, v in tree().items()), flush=True)
+'
+# foreign NAME CPUS OURS: "PCT BUSY_S OURS_S WALL_S" over run NAME's window; OURS is "server"
+# (the snapshots' server threads) or "tree" (every thread under run-benchmark.sh).
+foreign() {
+  python3 - "$tmp/$1.cpu" "$tmp/$1/.snap-begin" "$tmp/$1/.snap-end" "$2" "$3" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])]
+assert len(rows) == 2, rows
+(t0, i0, *r0), (t1, i1, *r1) = rows
+ncpu, wall = len(sys.argv[4].split(",")), (int(t1) - int(t0)) / 1e9
+busy = max(0.0, ncpu * wall - (int(i1) - int(i0)) / 100)  # idle + iowait, USER_HZ
+if sys.argv[5] == "server":
+    snap = lambda p: {l.split()[1]: int(l.split()[5]) for l in open(p)}
+    a, b = snap(sys.argv[2]), snap(sys.argv[3])
+else:
+    a, b = (dict((k, int(v)) for k, v in (x.split(":") for x in r)) for r in (r0, r1))
+ours = sum(b[t] - a[t] for t in a if t in b) / 1e9
+print(f"{100 * (busy - ours) / (ncpu * wall):.2f} {busy:.3f} {ours:.3f} {wall:.3f}")
 PY
-  st=$?
-  [ "$st" -eq 0 ] && break
-  [ "$st" -eq 3 ] || fail "the pinned carrier waited behind its own process"
-  # Foreign work on CPU 1 three times in a row (a CPU hog, other sessions): the premise does
-  # not hold on this machine now, which says nothing about doctor: skipped, not failed.
-  [ "$attempt" -lt 3 ] || { echo "SKIP: CPU 1 was busy with other work in three pinned runs in a row: cannot test here now"; exit 77; }
-  echo "CPU 1 was not the server's alone (attempt $attempt): repeating the pinned run"
-done
-
-for r in unpinned pinned; do
+}
+# measured_bench NAME CPUS OURS BOUND_PCT ARGS..: the run, repeated while foreign load on CPUS
+# reaches BOUND_PCT of their time, three times at most; sets ok_NAME=1 once it stays below, and
+# seen_NAME to the shares it found.
+measured_bench() {
+  local name=$1 cpus=$2 ours=$3 bound=$4 attempt b w pct busy own wall; shift 4
+  eval "ok_$name=0 seen_$name="
+  for attempt in 1 2 3; do
+    rm -rf "${tmp:?}/$name"
+    # run-benchmark.sh's own shell and the watcher stay on CPU 0, off the pinned server's CPU.
+    taskset -c 0 scripts/run-benchmark.sh --build "$BUILD" --rate 4000 --connections 50 --warmup 1 --duration 4 \
+      --no-pidstat --record "$tmp/$name.trace" --output-dir "$tmp/$name" "$@" > "$tmp/$name.log" 2>&1 & b=$!
+    taskset -c 0 python3 -c "$watch_py" "$tmp/$name" "$cpus" "$b" > "$tmp/$name.cpu" 2> "$tmp/$name.watch.err" & w=$!
+    pids+=($b $w)
+    wait "$b" || { tail -5 "$tmp/$name.log"; fail "run-benchmark.sh ($name)"; }
+    wait "$w" || { cat "$tmp/$name.watch.err"; fail "no /proc/stat at the $name window's edges"; }
+    read -r pct busy own wall <<< "$(foreign "$name" "$cpus" "$ours")"
+    [ -n "${wall:-}" ] || fail "foreign load on CPU $cpus could not be measured ($name)"
+    echo "$name run $attempt: CPU $cpus busy $busy s in $wall s, the run's own threads $own s: foreign load $pct%"
+    eval "seen_$name+=\"\${seen_$name:+, }$pct%\""
+    if python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$pct" "$bound"; then
+      eval "ok_$name=1 foreign_$name=(\$pct \$busy \$own \$wall)"; return 0
+    fi
+    [ "$attempt" = 3 ] || echo "foreign load on CPU $cpus ($name, attempt $attempt): repeating the run"
+  done
+}
+# The unpinned run's checks hold under some foreign load (they are held against /proc below),
+# but not when the machine is mostly someone else's: the recorder, started after the warm-up,
+# may then attach after the load has ended. A quarter of the two CPUs is the bound.
+measured_bench unpinned 0,1 tree 25 --threads 2 --load-cpuset 0,1 --server-cpuset 0,1 --mock-cpuset 0,1
+# A pinned carrier cannot wait behind other tasks longer than they ran, so below 3% of CPU 1
+# doctor's carrier_waiting (3% of the time or more behind others) would be false: the run
+# counts, and such a finding fails the test. The bound is this file's own, not doctor's
+# kWaitPctWarn, so a doctor with a broken threshold cannot move it.
+measured_bench pinned 1 server 3 --threads 1 --pin --load-cpuset 0 --server-cpuset 1 --mock-cpuset 0
+pinned_ok=$ok_pinned
+runs=(); [ "$ok_unpinned" = 1 ] && runs+=(unpinned); [ "$pinned_ok" = 1 ] && runs+=(pinned)
+for r in "${runs[@]}"; do
   "$platoon" doctor "$tmp/$r.trace" --format json > "$tmp/$r.json" || fail "doctor $r (json)"
   "$platoon" doctor "$tmp/$r.trace" > "$tmp/$r.txt" || fail "doctor $r (text)"
 done
-"$platoon" doctor "$tmp/unpinned.trace" --vs "$tmp/pinned.trace" > "$tmp/vs.txt" || fail "doctor --vs"
-"$platoon" doctor "$tmp/unpinned.trace" --vs "$tmp/pinned.trace" --format json > "$tmp/vs.json" || fail "doctor --vs json"
-"$platoon" doctor "$tmp/pinned.trace" --vs "$tmp/unpinned.trace" --format json > "$tmp/sv.json" || fail "doctor --vs json (swapped)"
+if [ "$pinned_ok" = 1 ] && [ "$ok_unpinned" = 1 ]; then
+  "$platoon" doctor "$tmp/unpinned.trace" --vs "$tmp/pinned.trace" > "$tmp/vs.txt" || fail "doctor --vs"
+  "$platoon" doctor "$tmp/unpinned.trace" --vs "$tmp/pinned.trace" --format json > "$tmp/vs.json" || fail "doctor --vs json"
+  "$platoon" doctor "$tmp/pinned.trace" --vs "$tmp/unpinned.trace" --format json > "$tmp/sv.json" || fail "doctor --vs json (swapped)"
+fi
 
-python3 - "$tmp" <<'PY' || { cat "$tmp/unpinned.txt" "$tmp/pinned.txt"; fail "findings"; }
+# The unpinned run's findings are held against /proc rather than assumed: run-benchmark.sh's
+# snapshots hold each carrier's schedstat run-queue wait (the CPU's wake-up from idle is booked
+# as run time there, so it is the contended wait doctor holds against kWaitPctWarn, 3%),
+# se.nr_migrations and switches over the 4 s window. Sharing
+# both CPUs with the mock and the load, the carriers normally wait 6-8% and move hundreds of
+# times a second, but a busy machine changes both. Above doctor's limits (a fifth over for the
+# wait, double for 10 migrations/s and 2% of switch-ins) the finding must be there, below them
+# (a fifth under, half) it must not, and in between either answer stands.
+if [ "$ok_unpinned" = 1 ]; then
+  python3 - "$tmp" 4 <<'PY' || { cat "$tmp/unpinned.txt"; fail "unpinned findings"; }
 import json, sys
-tmp = sys.argv[1]
-un, pin = (json.load(open(f"{tmp}/{r}.json")) for r in ("unpinned", "pinned"))
-for d in (un, pin):
-    assert isinstance(d["findings"], list)
-    for f in d["findings"]:
-        assert set(f) >= {"id", "severity", "threads", "evidence", "threshold", "remedy"}, f
-        assert f["severity"] in ("info", "warn", "critical")
-        assert isinstance(f["evidence"], dict) and isinstance(f["threshold"], dict)
-ids = lambda d: {f["id"] for f in d["findings"]}
-def show(name, d):
-    k = d["key_numbers"]
-    print(f"{name}: findings {sorted(ids(d))}; carriers {d['carriers']}; max %wait {k.get('max_carrier_wait_pct')} "
-          f"(contended {k.get('max_carrier_contended_wait_pct')}); migrations/s {k.get('carrier_migrations_per_s')}; "
-          f"events/cycle {k.get('events_per_cycle')} (after long waits {k.get('events_per_cycle_after_long_wait')}, "
-          f"short {k.get('events_per_cycle_after_short_wait')})")
-show("unpinned", un)
-show("pinned", pin)
-assert {"carrier_waiting", "carrier_migrating"} <= ids(un), ids(un)
-assert not ({"carrier_waiting", "carrier_migrating"} & ids(pin)), ids(pin)
+tmp, window_s = sys.argv[1], float(sys.argv[2])
+snap = lambda p: {l.split()[1]: l.split() for l in open(p)}
+s0, s1 = snap(f"{tmp}/unpinned/.snap-begin"), snap(f"{tmp}/unpinned/.snap-end")
+truth = []  # (name, wait %, migrations/s, % of switch-ins that migrated)
+for tid, row in s1.items():
+    if tid in s0 and row[2].startswith("carrier"):
+        d = lambda i: int(row[i]) - int(s0[tid][i])
+        ins = d(7) + d(8)
+        truth.append((row[2], d(6) / 1e7 / window_s, d(9) / window_s, 100.0 * d(9) / ins if ins else 100.0))
+assert len(truth) == 2, f"two carriers in the snapshots: {truth}"
+print("unpinned carriers per /proc:", ", ".join(f"{n} wait {w:.2f}%, {r:.1f} migrations/s ({p:.1f}% of switch-ins)"
+                                                for n, w, r, p in truth))
+must = {"carrier_waiting": any(w >= 3.6 for _, w, _, _ in truth),
+        "carrier_migrating": any(r >= 20 and p >= 4 for _, _, r, p in truth)}
+must_not = {"carrier_waiting": all(w < 2.4 for _, w, _, _ in truth),
+            "carrier_migrating": all(r < 5 or p < 1 for _, _, r, p in truth)}
+un = json.load(open(f"{tmp}/unpinned.json"))
+assert isinstance(un["findings"], list)
+for f in un["findings"]:
+    assert set(f) >= {"id", "severity", "threads", "evidence", "threshold", "remedy"}, f
+    assert f["severity"] in ("info", "warn", "critical")
+    assert isinstance(f["evidence"], dict) and isinstance(f["threshold"], dict)
+ids = {f["id"] for f in un["findings"]}
+k = un["key_numbers"]
+print(f"unpinned: findings {sorted(ids)}; carriers {un['carriers']}; max %wait {k.get('max_carrier_wait_pct')} "
+      f"(contended {k.get('max_carrier_contended_wait_pct')}); migrations/s {k.get('carrier_migrations_per_s')}; "
+      f"events/cycle {k.get('events_per_cycle')} (after long waits {k.get('events_per_cycle_after_long_wait')}, "
+      f"short {k.get('events_per_cycle_after_short_wait')})")
+for finding in must:
+    assert not must[finding] or finding in ids, f"/proc says the carriers {finding[8:]}, doctor has no {finding}: {sorted(ids)}"
+    assert not must_not[finding] or finding not in ids, f"/proc says the carriers hardly {finding[8:]}, doctor reports {finding}"
 assert un["carriers"] == ["carrier-0", "carrier-1"], un["carriers"]
-assert len(pin["carriers"]) == 1 and pin["carriers"][0].startswith("carrier-0"), pin["carriers"]
 # The unpinned carriers wait behind the mock and the load: named, outside the target.
-w = next(f for f in un["findings"] if f["id"] == "carrier_waiting")
-who = {p["comm"] for p in w["evidence"]["waited_behind"]} | {p["comm"] for p in w["evidence"]["preempted_by"]}
-assert who & {"mock-loop-0", "platoon-mock", "platoon-load"}, who
-m = next(f for f in un["findings"] if f["id"] == "carrier_migrating")
-assert all(len(c["cpu_distribution"]) == 2 for c in m["evidence"]["carriers"]), m
-# Raw events were recorded: the platoon effect was evaluated in both runs.
-for d in (un, pin):
-    assert "platoon_effect" not in {n["id"] for n in d["not_evaluated"]}, d["not_evaluated"]
+for w in (f for f in un["findings"] if f["id"] == "carrier_waiting"):
+    who = {p["comm"] for p in w["evidence"]["waited_behind"]} | {p["comm"] for p in w["evidence"]["preempted_by"]}
+    assert who & {"mock-loop-0", "platoon-mock", "platoon-load"}, who
+for m in (f for f in un["findings"] if f["id"] == "carrier_migrating"):
+    assert all(len(c["cpu_distribution"]) == 2 for c in m["evidence"]["carriers"]), m
+# Raw events were recorded: the platoon effect was evaluated.
+assert "platoon_effect" not in {n["id"] for n in un["not_evaluated"]}, un["not_evaluated"]
+PY
+  if [ "$(json "$tmp/unpinned.json" '"carrier_waiting" in {f["id"] for f in d["findings"]}')" = True ]; then
+    grep -q '^\[\(WARN\|CRITICAL\)\] carrier_waiting' "$tmp/unpinned.txt" || fail "text: no carrier_waiting block"
+    grep -q '^  remedy: ' "$tmp/unpinned.txt" || fail "text: no remedy line"
+  fi
+fi
+
+# The pinned run, where CPU 1 was measured to be the server's: any carrier_waiting or
+# carrier_migrating is a false finding.
+if [ "$pinned_ok" = 1 ]; then
+  python3 - "$tmp" "${foreign_pinned[@]}" "$ok_unpinned" <<'PY' || { cat "$tmp/pinned.txt"; fail "pinned findings"; }
+import json, sys
+tmp, foreign, busy, server, wall, vs_ok = sys.argv[1:]
+pin = json.load(open(f"{tmp}/pinned.json"))
+for f in pin["findings"]:
+    assert set(f) >= {"id", "severity", "threads", "evidence", "threshold", "remedy"}, f
+ids = {f["id"] for f in pin["findings"]}
+k = pin["key_numbers"]
+print(f"pinned: findings {sorted(ids)}; carriers {pin['carriers']}; max %wait {k.get('max_carrier_wait_pct')} "
+      f"(contended {k.get('max_carrier_contended_wait_pct')}); migrations/s {k.get('carrier_migrations_per_s')}")
+for f in pin["findings"]:
+    if f["id"] in ("carrier_waiting", "carrier_migrating"):
+        e = f["evidence"]
+        behind = ", ".join(f"{p['comm']} ({p['where']}, {p['share_pct']}%)" for p in e.get("waited_behind", []))
+        sys.exit(f"FAIL: doctor reports {f['id']} on the pinned run ({f['title']}{'; behind ' + behind if behind else ''}), "
+                 f"but CPU 1 was the server's: {foreign}% of it went to other tasks (busy {busy} s - the server's "
+                 f"threads' {server} s, of {wall} s)")
+assert len(pin["carriers"]) == 1 and pin["carriers"][0].startswith("carrier-0"), pin["carriers"]
+assert "platoon_effect" not in {n["id"] for n in pin["not_evaluated"]}, pin["not_evaluated"]
+if vs_ok != "1":
+    sys.exit(0)
 vs, sv = json.load(open(f"{tmp}/vs.json")), json.load(open(f"{tmp}/sv.json"))
 assert vs["healthier"] == "b" and vs["healthier_file"].endswith("pinned.trace"), vs["healthier"]
 assert sv["healthier"] == "a", sv["healthier"]
 assert vs["why"], vs
 print("vs:", vs["healthier_file"].rsplit("/", 1)[-1], "healthier:", "; ".join(vs["why"]))
 PY
-grep -q '^\[\(WARN\|CRITICAL\)\] carrier_waiting' "$tmp/unpinned.txt" || fail "text: no carrier_waiting block"
-grep -q '^  remedy: ' "$tmp/unpinned.txt" || fail "text: no remedy line"
-grep -q '^healthier: B (.*pinned.trace)' "$tmp/vs.txt" || { cat "$tmp/vs.txt"; fail "--vs text does not name B"; }
-grep -q 'max carrier %wait' "$tmp/vs.txt" || fail "--vs text: no side-by-side numbers"
-echo "ok text and --vs"
+  if [ "$ok_unpinned" = 1 ]; then
+    grep -q '^healthier: B (.*pinned.trace)' "$tmp/vs.txt" || { cat "$tmp/vs.txt"; fail "--vs text does not name B"; }
+    grep -q 'max carrier %wait' "$tmp/vs.txt" || fail "--vs text: no side-by-side numbers"
+    echo "ok pinned run, text and --vs"
+  fi
+fi
 
 # A server of our own for the remaining sources, under a light load while it is watched.
 start_mock
@@ -143,10 +263,14 @@ print(f"ok --comm (carriers {comm['carriers']}) and -- CMD ({cmd['duration_s']} 
 PY
 
 : > "$tmp/empty"
-head -c 200 "$tmp/pinned.trace" > "$tmp/stub.trace"
+head -c 200 "$tmp/unpinned.trace" > "$tmp/stub.trace"
 expect_error --status 1 '^platoon doctor: .*No such file' "$platoon" doctor "$tmp/missing.trace"
 expect_error --status 1 '^platoon doctor: .*not a platoon trace' "$platoon" doctor /etc/passwd
 expect_error --status 1 '^platoon doctor: .*not a platoon trace' "$platoon" doctor "$tmp/empty"
 expect_error --status 1 '^platoon doctor: .*no snapshot\|^platoon doctor: .*one snapshot\|^platoon doctor: .*META' "$platoon" doctor "$tmp/stub.trace"
-expect_error --status 1 '^platoon doctor: .*not a platoon trace' "$platoon" doctor "$tmp/pinned.trace" --vs /etc/passwd
+expect_error --status 1 '^platoon doctor: .*not a platoon trace' "$platoon" doctor "$tmp/unpinned.trace" --vs /etc/passwd
+# Every check above ran but those of a layout whose machine was not the benchmark's.
+also=""; [ "$pinned_ok" = 1 ] || also=", nor the pinned run's"
+[ "$ok_unpinned" = 1 ] || skip "foreign load on CPU 0,1 in three unpinned runs in a row ($seen_unpinned of their time, at least 25% each): the unpinned run's checks (carrier_waiting and carrier_migrating against /proc, --vs) could not be made$also"
+[ "$pinned_ok" = 1 ] || skip "foreign load on CPU 1 in three pinned runs in a row ($seen_pinned of it outside the server's threads, at least 3% each): the pinned run's checks (no carrier_waiting or carrier_migrating, --vs) could not be made"
 echo PASS

@@ -9,7 +9,14 @@
 #  d. every metric the rules read is one the exporter writes (a quoted name in tui/, the
 #     histograms' _bucket/_sum/_count included) or one of issue 15's planned cgroup/CPU families;
 #  e. as root with a build: a live scrape of `platoon exporter` on a platoon-server under load
-#     holds every such existing series, and the epoll histogram's le="2" bucket the rules use.
+#     holds every such existing series, and the epoll histogram's le="2" bucket the rules use;
+#  f. the alerts' thresholds are doctor's (scripts/prometheus/sync-thresholds.py), and, as root
+#     with a cgroup cpu controller, the rules and doctor agree on one live target: a CPU hog in a
+#     cgroup with a quota of 20 ms per 100 ms (cpu.stat says how many of its periods were
+#     throttled), watched by `platoon exporter` and `platoon doctor` over the same 4 s. promtool
+#     evaluates the throttle, steal and interrupt alerts' expressions over the scraped series
+#     (tests/prometheus/agreement.py), each must hold exactly where doctor reports the finding,
+#     with the same share and threshold; then with the quota lifted, where neither fires.
 # Exit 0 pass, 1 fail, 77 skip (no promtool).
 set -uo pipefail
 . "$(dirname "$0")/lib/common.sh"
@@ -26,6 +33,9 @@ grep -q SUCCESS "$tmp/check.out" || { cat "$tmp/check.out"; fail "promtool check
 echo "ok check: $(grep SUCCESS "$tmp/check.out" | sed 's/^ *//')"
 promtool test rules "$unit" > "$tmp/test.out" 2>&1 || { cat "$tmp/test.out"; fail "promtool test rules"; }
 echo "ok unit tests: $(grep -c 'alertname:\|expr:' "$unit") cases"
+# f, first half: the thresholds against doctor's header, and the docs' alert table.
+python3 "$root/scripts/prometheus/sync-thresholds.py" > "$tmp/sync.out" 2>&1 || { cat "$tmp/sync.out"; fail "the rules' thresholds are not doctor's"; }
+echo "ok thresholds: each alert's is doctor's (sync-thresholds.py)"
 
 # c. Names as the rules file declares them, against what the test file evaluates.
 sed -n 's/^ *- record: *\([^ ]*\).*/\1/p' "$rules" | sort -u > "$tmp/records"
@@ -92,5 +102,56 @@ else
   grep -qE '^platoon_thread_epoll_events_per_cycle_bucket\{[^}]*thread="carrier-0"[^}]*,le="2"\}' "$tmp/scrape" \
     || fail "live scrape: no le=\"2\" bucket of the epoll histogram"
   echo "ok live scrape: $(wc -l < "$tmp/existing") families the rules read, on carrier-0 and per CPU"
+fi
+# f. The rules and doctor on one live target.
+. "$root/tests/lib/cgroups.sh"
+cg=
+cleanup() { stop_pids; remove_cgroup "$cg"; rm -rf "$tmp"; }
+if [ "$(id -u)" != 0 ] || [ ! -x "$platoon" ] || [ "$(nproc)" -lt 2 ]; then
+  echo "live agreement left out (needs root, 2 CPUs and $platoon)"
+elif ! cg=$(make_cpu_cgroup "platoon-agree-$$" 20000 100000); then
+  echo "live agreement left out (no cgroup cpu controller)"
+else
+  stop_pids; pids=()
+  taskset -c 1 sh -c 'while :; do :; done' & hog=$!; pids+=($hog)
+  cgroup_add_pid "$cg" "$hog" || fail "could not move the hog into $cg"
+  start_exporter "$tmp/agree-exporter.log" --pid "$hog"
+  # cpu.stat's nr_periods and nr_throttled, the truth the findings and alerts are about
+  cgstat() { awk '$1 == "nr_periods" { p = $2 } $1 == "nr_throttled" { t = $2 } END { print p, t }' "$cg/cpu.stat"; }
+  agree() {  # NAME: doctor and 13 scrapes over the same 4 s, then promtool over them
+    mkdir -p "$tmp/agree-$1"
+    cgstat > "$tmp/agree-$1.cgstat"
+    timeout 20 "$platoon" doctor --pid "$hog" --duration 4 --format json > "$tmp/agree-$1.json" 2> "$tmp/agree-$1.err" &
+    local doc=$!
+    timeout 20 python3 "$root/tests/prometheus/agreement.py" scrape "http://127.0.0.1:$eport/metrics" "$tmp/agree-$1" 13 0.33 \
+      || fail "scraping the exporter ($1)"
+    wait "$doc" || { cat "$tmp/agree-$1.err"; fail "doctor ($1)"; }
+    cgstat >> "$tmp/agree-$1.cgstat"
+    # The target is what cpu.stat says it is: throttled in most of its periods with the quota,
+    # in none without; doctor's finding follows, so the agreement below is not both silent.
+    python3 - "$1" "$tmp/agree-$1.cgstat" "$tmp/agree-$1.json" <<'PY' || fail "doctor against cpu.stat ($1)"
+import json, sys
+name, (p0, t0), (p1, t1) = sys.argv[1], *(map(int, l.split()) for l in open(sys.argv[2]))
+ids = [f["id"] for f in json.load(open(sys.argv[3]))["findings"]]
+print(f"{name}: cpu.stat {t1 - t0} of {p1 - p0} periods throttled; doctor's findings {ids}")
+if name == "quota":
+    assert p1 - p0 >= 20 and t1 - t0 >= 0.5 * (p1 - p0), "the quota did not throttle the hog"
+    assert "cpu_throttled" in ids, "cpu.stat says throttled, doctor has no cpu_throttled"
+else:
+    assert t1 == t0, "throttled without a quota"
+    assert "cpu_throttled" not in ids, "cpu.stat says not throttled, doctor reports cpu_throttled"
+PY
+    label=$(sed -n 's/^platoon_cgroup_periods_total{cgroup="\([^"]*platoon-agree-'$$'\)"}.*/\1/p' "$tmp/agree-$1/00.prom" | head -1)
+    [ -n "$label" ] || { grep '^platoon_cgroup' "$tmp/agree-$1/00.prom"; fail "the exporter serves no series of $cg"; }
+    python3 "$root/tests/prometheus/agreement.py" build "$rules" "$tmp/agree-$1.json" "$tmp/agree-$1" "$label" 1 \
+      "$tmp/agree-$1.test.yml" > "$tmp/agree-$1.out" || { cat "$tmp/agree-$1.out"; fail "the rules' thresholds are not the ones doctor printed ($1)"; }
+    promtool test rules "$tmp/agree-$1.test.yml" > "$tmp/agree-$1.promtool" 2>&1 \
+      || { cat "$tmp/agree-$1.promtool"; fail "the alerts and doctor disagree on the same target ($1)"; }
+    echo "ok $1: $(cat "$tmp/agree-$1.out")"
+  }
+  sleep 1  # a second of throttling before the window, so every rate in it is the steady one
+  agree quota
+  set_cpu_quota "$cg" -1 100000 || fail "could not lift the quota"
+  agree free
 fi
 echo "prometheus rules: all checks passed"
