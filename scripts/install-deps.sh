@@ -26,8 +26,9 @@ PKGS=(
   procps binutils time jq git universal-ctags
   # promtool checks the exporter's exposition and the alerting rules (the prometheus package ships it)
   prometheus
-  # peers measured beside platoon-server
-  nginx-light golang-go
+  # peers measured beside platoon-server; the JDK and Go are also the JVM and the Go program
+  # tests/bpf/runtime_detect_test.cpp recognises
+  nginx-light golang-go openjdk-17-jdk-headless
 )
 
 if [ "${1:-}" = --list ]; then
