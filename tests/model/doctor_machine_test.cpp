@@ -151,6 +151,32 @@ TEST(DoctorIrq, AThreadsOwnIrqWaitAloneIsEnough) {
   EXPECT_NEAR(num(f->evidence, "max_irq_wait_pct"), 5, 0.01);
 }
 
+// A kernel without IRQ time accounting: interrupts on the CPUs still make the finding, but no
+// irq part of wait is shown, as a number or as a 0 (null in JSON, "-" in text).
+TEST(DoctorIrq, WithoutIrqTimeAccountingTheIrqWaitIsNullNotZero) {
+  Scenario s = with_cpus(0, 50, 100);
+  s.to.threads[0].wait_irq_ns = kSec / 2;  // what a kernel without the accounting cannot give
+  s.to.threads[0].wait_ns = kSec;
+  s.from.fields &= ~kFieldWaitIrq;
+  s.to.fields &= ~kFieldWaitIrq;
+  const Diagnosis d = run(s.window());
+  const Finding* f = finding(d, "irq_pressure");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(num(f->evidence, "max_irq_pct"), 15, 0.01);
+  ASSERT_NE(find(f->evidence, "max_irq_wait_pct"), nullptr);
+  EXPECT_TRUE(find(f->evidence, "max_irq_wait_pct")->null());
+  EXPECT_TRUE(find(f->evidence, "threads")->array()->empty());
+  EXPECT_NE(json(d, false).find("\"irq_pct\":null"), std::string::npos) << json(d, false);
+  EXPECT_NE(text(d).find(", irq -, idle exit"), std::string::npos) << text(d);
+  // Below the CPUs' limit, the unmeasured part cannot raise the finding on its own.
+  Scenario quiet = with_cpus(0, 0, 0);
+  quiet.to.threads[0].wait_irq_ns = kSec / 2;
+  quiet.to.threads[0].wait_ns = kSec;
+  quiet.from.fields &= ~kFieldWaitIrq;
+  quiet.to.fields &= ~kFieldWaitIrq;
+  EXPECT_EQ(finding(run(quiet.window()), "irq_pressure"), nullptr);
+}
+
 // The JSON contract: versioned, and each carrier's wait with its parts (null without the data).
 TEST(DoctorJson, SchemaVersionAndCarrierWaitSplit) {
   const Diagnosis d = run(throttled_box(100, 60, 48).window());

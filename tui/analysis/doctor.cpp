@@ -606,7 +606,8 @@ Diagnosis diagnose(const DoctorInput& in) {
     c.carrier_tids.insert(t->tid);
     d.carriers.push_back(c.name(*t));
     d.carrier_wait.push_back({c.name(*t), t->tid, t->wait_pct,
-                              w.has(kFieldWaitSplit) ? std::optional<WaitSplit>(t->wait_split) : std::nullopt});
+                              w.has(kFieldWaitSplit) ? std::optional<WaitSplit>(t->wait_split) : std::nullopt,
+                              w.has(kFieldWaitIrq)});
   }
   for (const auto& t : w.threads) c.target_pids.insert(t.pid);
 

@@ -114,6 +114,7 @@ struct CarrierWait {
   uint32_t tid = 0;
   double wait_pct = 0;
   std::optional<WaitSplit> split;
+  bool irq_measured = false;  // the kernel accounts IRQ time: split->irq_pct is a measurement
 };
 
 // `doctor --format json`'s schema: 1, the first round's keys (no schema_version key); 2 adds

@@ -157,8 +157,12 @@ void check_irq(const MachineCheckInput& in, std::vector<Finding>& out, std::vect
   }
   Array cpu_rows;
   const CpuShare worst = worst_cpu(in, cpus_of(in), [](const CpuWindow& c) { return c.irq_pct + c.softirq_pct; }, &cpu_rows);
+  // A kernel without IRQ time accounting gives no irq part of wait: the finding then rests on the
+  // CPUs' interrupt time alone, and its wait evidence is null, not a 0 that looks measured.
+  const bool irq_wait_measured = in.w.has(kFieldWaitIrq);
   double max_wait = 0;
-  Array rows = cause_rows(in, [](const WaitSplit& s) { return s.irq_pct; }, "irq_wait_pct", &max_wait);
+  Array rows = irq_wait_measured ? cause_rows(in, [](const WaitSplit& s) { return s.irq_pct; }, "irq_wait_pct", &max_wait)
+                                 : Array{};
   if (worst.pct < kIrqPctWarn && max_wait < kCauseWaitPctWarn) return;
   Finding f;
   f.id = "irq_pressure";
@@ -167,7 +171,8 @@ void check_irq(const MachineCheckInput& in, std::vector<Finding>& out, std::vect
   f.title = fmt::format("interrupts take the target's CPUs: up to {:.1f}% of CPU {} in hard and soft interrupts", worst.pct,
                         worst.cpu);
   f.evidence = {{"max_irq_pct", round_to(worst.pct, 2)}, {"max_irq_cpu", worst.cpu},
-                {"max_irq_wait_pct", round_to(max_wait, 2)}, {"cpus", std::move(cpu_rows)}, {"threads", std::move(rows)}};
+                {"max_irq_wait_pct", irq_wait_measured ? Value(round_to(max_wait, 2)) : Value()},
+                {"cpus", std::move(cpu_rows)}, {"threads", std::move(rows)}};
   f.threshold = {{"irq_pct_warn", kIrqPctWarn}, {"irq_pct_critical", kIrqPctCritical}, {"irq_wait_pct_warn", kCauseWaitPctWarn}};
   f.remedy = "Move the interrupts off the carriers' CPUs: steer the NIC's IRQs to other CPUs (/proc/irq/N/smp_affinity_list, "
              "irqbalance --banirq or its banned CPUs), and its receive processing with RPS/XPS "

@@ -92,8 +92,10 @@ void text_header(Out o, const Diagnosis& d) {
   for (const auto& c : d.carrier_wait) {
     if (!c.split) continue;
     const WaitSplit& s = *c.split;
-    fmt::format_to(o, "  {} wait {:.2f}%: contended {:.2f}, throttled {:.2f}, steal {:.2f}, irq {:.2f}, idle exit {:.2f}\n",
-                   c.thread, c.wait_pct, s.contended_pct, s.throttled_pct, s.steal_pct, s.irq_pct, s.idle_exit_pct);
+    // "-": the kernel does not account IRQ time, so no irq part was measured.
+    const std::string irq = c.irq_measured ? fmt::format("{:.2f}", s.irq_pct) : "-";
+    fmt::format_to(o, "  {} wait {:.2f}%: contended {:.2f}, throttled {:.2f}, steal {:.2f}, irq {}, idle exit {:.2f}\n",
+                   c.thread, c.wait_pct, s.contended_pct, s.throttled_pct, s.steal_pct, irq, s.idle_exit_pct);
   }
 }
 
@@ -166,7 +168,8 @@ Value split_value(const CarrierWait& c) {
   if (!c.split) return Value();
   const WaitSplit& s = *c.split;
   return Object{{"contended_pct", round_to(s.contended_pct, 2)}, {"throttled_pct", round_to(s.throttled_pct, 2)},
-                {"steal_pct", round_to(s.steal_pct, 2)},         {"irq_pct", round_to(s.irq_pct, 2)},
+                {"steal_pct", round_to(s.steal_pct, 2)},
+                {"irq_pct", c.irq_measured ? Value(round_to(s.irq_pct, 2)) : Value()},
                 {"idle_exit_pct", round_to(s.idle_exit_pct, 2)}};
 }
 
