@@ -19,6 +19,8 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <cerrno>
 #include <dirent.h>
 #include <fstream>
 #include <functional>
@@ -74,6 +76,88 @@ class Watchdog {
   bool done_ = false;
   std::thread th_;
 };
+
+// The median of v. Timing checks bound the median of several runs: one run can be late by
+// anything, the median of seven only if most of them are.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// How late a fiber timer (a sleep or an I/O timeout) may fire at the median of several runs,
+// beyond the time its threads waited for a CPU. The runtime's libevent bases are precise
+// (EVENT_BASE_FLAG_PRECISE_TIMER: a timerfd, and CLOCK_MONOTONIC): 0.05-0.15 ms late at the
+// median, with two CPU hogs beside it too. Without the flag libevent reads
+// CLOCK_MONOTONIC_COARSE (4 ms ticks at HZ=250) and sleeps in epoll_wait's whole milliseconds:
+// a 5 ms timer comes 2.3-3.5 ms late at the median.
+inline constexpr double kTimerLateMs = kSanitized ? 2.0 : 1.0;
+// The runs a timing median is taken over.
+inline constexpr int kTimingRuns = 7;
+
+inline pid_t this_tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// Time the threads `tids` of this process have waited runnable for a CPU so far, summed
+// (/proc schedstat's run_delay, ns).
+inline uint64_t run_delay_ns(const std::vector<pid_t>& tids) {
+  uint64_t sum = 0;
+  for (pid_t tid : tids) {
+    std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/schedstat");
+    uint64_t run = 0, delay = 0;
+    if (f >> run >> delay) sum += delay;
+  }
+  return sum;
+}
+
+// One timed call with a timeout: its wall time, how much of that the threads serving it waited
+// runnable for a CPU, and the call's error. A CPU hog beside the test delays a woken carrier by
+// scheduler slices: that lateness is the scheduler's, not the timer's. (A wait before the timer
+// fired is subtracted too, which only makes a loaded run more lenient: the checks bite on a
+// quiet machine.)
+struct TimedCall {
+  double ms = -1;
+  double waited_ms = 0;
+  int err = -1;
+};
+
+// Runs call() (returning an errno) on a fiber and times it; `serving` names the threads besides
+// the fiber's own carrier that take part (the master poller).
+template <class Call>
+TimedCall time_call(const std::vector<pid_t>& serving, Call&& call) {
+  std::vector<pid_t> tids = serving;
+  tids.push_back(this_tid());
+  const uint64_t d0 = run_delay_ns(tids);
+  const auto t0 = Clock::now();
+  TimedCall r;
+  r.err = call();
+  r.ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  r.waited_ms = static_cast<double>(run_delay_ns(tids) - d0) / 1e6;
+  return r;
+}
+
+// Runs of a call with a timeout of `t` ms: each timed out, none early, none for ever (one run
+// alone gets `slack`), and, over kTimingRuns runs or more, the median lateness beyond the CPU
+// wait is under kTimerLateMs. `what` names the call.
+inline void check_timeouts(const char* what, double t, const std::vector<TimedCall>& runs,
+                           double slack = kSanitized ? 2000.0 : 1000.0) {
+  ASSERT_FALSE(runs.empty()) << what;
+  std::vector<double> late, waited;
+  for (const TimedCall& r : runs) {
+    EXPECT_EQ(r.err, ETIMEDOUT) << what << " timeout " << t << " ms: " << std::strerror(r.err);
+    EXPECT_GE(r.ms, t) << what << " timed out early";
+    EXPECT_LT(r.ms, t + slack) << what << " timed out late";
+    late.push_back(r.ms - t - r.waited_ms);
+    waited.push_back(r.waited_ms);
+  }
+  std::sort(late.begin(), late.end());
+  const double med = median(late);
+  std::printf("  %s timeout %4.0f ms x%zu: late beyond the CPU wait by min %.3f, median %.3f, max %.3f ms; "
+              "CPU wait median %.3f ms\n",
+              what, t, late.size(), late.front(), med, late.back(), median(waited));
+  if (runs.size() >= static_cast<size_t>(kTimingRuns)) {
+    EXPECT_LT(med, kTimerLateMs) << what << " timeout " << t << " ms: the timer is not precise";
+  }
+}
 
 inline bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
