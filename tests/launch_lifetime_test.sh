@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # -- CMD ends with platoon (issue 12, defect 2): whatever stops record, top, doctor or the
-# exporter first (its duration, SIGINT, SIGTERM, SIGHUP, SIGKILL, a write error), the command's
-# whole process group is gone when platoon is, SIGKILL follows a SIGTERM it ignores after
-# --kill-after, --keep-running leaves it, and a platoon killed while attaching never lets the
-# command start at all.
+# exporter first (its duration, SIGINT, SIGTERM, SIGHUP, SIGKILL, a write error, a crash by
+# SIGSEGV or SIGABRT), the command's whole process group is gone when platoon is, SIGKILL
+# follows a SIGTERM it ignores after --kill-after, --keep-running leaves it, and a platoon killed
+# while attaching never lets the command start at all.
 set -uo pipefail
 . "$(dirname "$0")/lib/common.sh"
 platoon=$(realpath "$platoon")   # the test runs in $tmp
@@ -125,5 +125,24 @@ start_case
 st=$?
 [ "$st" -ne 0 ] || { cat big.err; fail "record did not fail on EFBIG"; }
 check_gone "record write error"
+
+# 8. platoon crashes (SIGSEGV, SIGABRT) while recording: the command's whole process group goes
+# with it, not only the leader that PR_SET_PDEATHSIG reaches, and platoon still dies of the
+# signal. No core file: the test sends the signal itself.
+for sig in SEGV ABRT; do
+  start_case
+  ( ulimit -c 0; exec "$platoon" record -q -o "crash-$sig.trace" -- "${CMD[@]}" ) 2> "crash-$sig.err" & p=$!; bg+=($p)
+  wait_file kid.pid && wait_file leader.pid || { cat "crash-$sig.err"; fail "SIG$sig: the command never started"; }
+  pgid=$(cat leader.pid)
+  [ "$(ps -o pgid= -p "$(cat kid.pid)" | tr -d ' ')" = "$pgid" ] || fail "SIG$sig: the child is not in the leader's group"
+  kill -"$sig" "$p"
+  gone_within 5 "$p" || fail "platoon did not end on SIG$sig"
+  wait "$p" 2>/dev/null; st=$?
+  [ "$st" = $((128 + $(kill -l "$sig"))) ] || fail "SIG$sig: platoon exited $st, not by the signal"
+  for _ in $(seq 20); do pgrep -g "$pgid" > /dev/null || break; sleep 0.05; done
+  left=$(pgrep -g "$pgid" | tr '\n' ' ')
+  [ -z "$left" ] || fail "SIG$sig: the command's group $pgid outlived platoon by 1 s: $left"
+  check_gone "record SIG$sig"
+done
 
 echo PASS
