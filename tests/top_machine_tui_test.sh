@@ -6,6 +6,7 @@
 # Also `top --all --batch` prints the process table with the hogs on top.
 set -uo pipefail
 . "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/lib/irq_time.sh"
 bin=$(cd "$BUILD/bin" && pwd)   # absolute: the dashboard runs in tmux, in $tmp
 require_root
 require_cmd tmux
@@ -67,6 +68,13 @@ n=$(rows | wc -l)
 [ "$n" = 1 ] || fail "the thread table of a one-thread process shows $n rows"
 keys Enter
 wait_for 'CPUs|preempted|run-queue|why it waited' || fail "Enter did not open the thread's detail"
+# The irq part of its wait is a number only where the kernel accounts IRQ time (decided from the
+# kernel's config), and "-" where it does not: never a 0 that looks measured.
+wait_for "why it waited" || { screen; fail "the detail has no 'why it waited' section"; }
+wait_for "wait [0-9.]+: contended" || { screen; fail "the detail has no wait split"; }
+if irq_time_accounted; then want='steal [0-9.]+  irq [0-9]+\.[0-9]  idle exit'; else want='steal [0-9.]+  irq -  idle exit'; fi
+screen | grep -Eq -- "$want" || { screen | grep -A1 'contended'; fail "the wait split's irq part is not /$want/"; }
+echo "ok detail: $(screen | grep -o 'wait [0-9.]*: contended.*') $(screen | grep -oE 'steal [0-9.]+  irq.*exit [0-9.]+')"
 keys Escape
 wait_for 'TID' || fail "Esc from the detail did not return to the threads"
 keys Escape

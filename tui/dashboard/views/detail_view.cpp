@@ -78,7 +78,7 @@ void draw_detail(const DrawContext& dc, const model::TopState& st) {
     secs = detail_sections(st, *t, static_cast<size_t>(colw), rows, dc.glyphs);
     left.clear();
     right.clear();
-    for (const char* name : {"epoll", "queue", "history"})
+    for (const char* name : {"epoll", "queue", "history", "why"})
       if (const auto* s = find(secs, name)) left.push_back(s);
     for (const char* name : {"run-queue", "CPUs", "preempted", "woken"})
       if (const auto* s = find(secs, name)) (two ? right : left).push_back(s);

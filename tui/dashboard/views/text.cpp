@@ -346,8 +346,12 @@ static Section why_section(const model::Window& w, const ThreadWindow& t) {
   Section why{"why it waited (% of wall time)", {}};
   if (w.has(model::kFieldWaitSplit)) {
     const auto& x = t.wait_split;
-    why.lines.push_back(fmt::format("wait {:.1f}: contended {:.1f}  throttled {:.1f}  steal {:.1f}  irq {:.1f}  idle exit {:.1f}",
-                                    t.wait_pct, x.contended_pct, x.throttled_pct, x.steal_pct, x.irq_pct, x.idle_exit_pct));
+    // "-": the kernel does not account IRQ time, so the irq part is not measured (not 0).
+    const std::string irq = w.has(model::kFieldWaitIrq) ? fmt::format("{:.1f}", x.irq_pct) : "-";
+    // Two lines, so that each fits half of an 80-column screen.
+    why.lines.push_back(fmt::format("wait {:.1f}: contended {:.1f}  throttled {:.1f}", t.wait_pct, x.contended_pct,
+                                    x.throttled_pct));
+    why.lines.push_back(fmt::format("  steal {:.1f}  irq {}  idle exit {:.1f}", x.steal_pct, irq, x.idle_exit_pct));
     for (const auto& grp : w.cgroups) {
       if (grp.path != t.cgroup) continue;
       why.lines.push_back(fmt::format("cgroup {}  {}  throttled {}/{} periods", grp.path,
