@@ -3,9 +3,6 @@
 // task_storage). In both, an exited thread is reported once with its final counts against
 // /proc, the bound on entries is given back when exits are reported or a process is dropped,
 // and nothing is counted as untracked while there is room.
-#include <signal.h>
-#include <sys/wait.h>
-
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -83,17 +80,18 @@ TEST_P(ThreadEntriesTest, RoomComesBackAsExitsAreReported) {
 }
 
 // A child process with three threads that sleep in a loop until killed.
-pid_t spawn_sleepers() {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    auto loop = [] {
-      for (;;) usleep(1000);
-    };
-    std::thread a(loop), b(loop);
-    loop();
-  }
-  return pid;
-}
+struct Sleepers : platoon::testing::ForkedWorkload {
+  Sleepers()
+      : ForkedWorkload([] {
+          auto loop = [] {
+            for (;;) usleep(1000);
+          };
+          std::thread a(loop), b(loop);
+          loop();
+        }) {}
+  // Its live threads: the three, and its runtime's (none but under TSan).
+  size_t threads() const { return 3 + runtime_tids().size(); }
+};
 
 size_t threads_of(const model::Snapshot& s, pid_t pid) {
   size_t n = 0;
@@ -101,33 +99,29 @@ size_t threads_of(const model::Snapshot& s, pid_t pid) {
   return n;
 }
 
-// Room for 4 entries: a dropped process's three live threads give theirs back, so the next
-// process's three are all tracked, and the dropped one's no longer show.
+// Room for one entry more than a process has threads: a dropped process's live threads give
+// theirs back, so the next process's are all tracked, and the dropped one's no longer show.
 TEST_P(ThreadEntriesTest, ADroppedProcessGivesItsRoomBack) {
-  const pid_t a = spawn_sleepers(), b = spawn_sleepers();
-  ASSERT_GT(a, 0);
-  ASSERT_GT(b, 0);
+  const Sleepers a, b;
+  ASSERT_GT(a.pid(), 0);
+  ASSERT_GT(b.pid(), 0);
+  ASSERT_EQ(a.threads(), b.threads());
   usleep(50 * 1000);  // their threads exist
   CollectorOptions o;
-  o.pids = {a};
-  o.threads_max = 4;
+  o.pids = {a.pid()};
+  o.threads_max = static_cast<uint32_t>(a.threads() + 1);
   auto c = open_in_place(o);
-  if (c) {
-    usleep(20 * 1000);
-    EXPECT_EQ(threads_of(c->snapshot(), a), 3u);
-    EXPECT_TRUE(c->drop_pid(a));
-    EXPECT_EQ(threads_of(c->snapshot(), a), 0u);
-    EXPECT_TRUE(c->add_pid(b));
-    usleep(20 * 1000);
-    const model::Snapshot s = c->snapshot();
-    EXPECT_EQ(threads_of(s, b), 3u);
-    EXPECT_EQ(threads_of(s, a), 0u);
-    EXPECT_EQ(s.untracked_threads, 0u);
-  }
-  kill(a, SIGKILL);
-  kill(b, SIGKILL);
-  waitpid(a, nullptr, 0);
-  waitpid(b, nullptr, 0);
+  ASSERT_TRUE(c);
+  usleep(20 * 1000);
+  EXPECT_EQ(threads_of(c->snapshot(), a.pid()), a.threads());
+  EXPECT_TRUE(c->drop_pid(a.pid()));
+  EXPECT_EQ(threads_of(c->snapshot(), a.pid()), 0u);
+  EXPECT_TRUE(c->add_pid(b.pid()));
+  usleep(20 * 1000);
+  const model::Snapshot s = c->snapshot();
+  EXPECT_EQ(threads_of(s, b.pid()), b.threads());
+  EXPECT_EQ(threads_of(s, a.pid()), 0u);
+  EXPECT_EQ(s.untracked_threads, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothPlaces, ThreadEntriesTest, ::testing::Values(true, false),

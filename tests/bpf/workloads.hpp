@@ -7,13 +7,19 @@
 // quiet, so both see exactly the same history (including the final switch-out into the park).
 #pragma once
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -53,6 +59,75 @@ inline void spin_until(uint64_t until_ns, const std::atomic<bool>* stop = nullpt
   while (platoon::model::boottime_ns() < until_ns)
     if (stop && stop->load(std::memory_order_relaxed)) return;
 }
+
+// ---- a child process running a workload ----
+// Tids of this process's threads, sorted (/proc/self/task).
+inline std::vector<uint32_t> own_tids() {
+  std::vector<uint32_t> tids;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') tids.push_back(static_cast<uint32_t>(std::strtoul(e->d_name, nullptr, 10)));
+    closedir(d);
+  }
+  std::sort(tids.begin(), tids.end());
+  return tids;
+}
+
+// A forked child that runs `body` (which never returns) until killed; killed and reaped on
+// destruction. A process may hold threads its code never started: ThreadSanitizer's runtime
+// starts its own in the child at fork, named as the process (so comm cannot tell it apart) and
+// blocking every signal. The child lists, before its body starts anything, the threads it
+// already has besides its own and sends them up a pipe: runtime_tids(), empty in a build
+// without such a runtime (a forked child has one thread), so counts stay exact there.
+class ForkedWorkload {
+ public:
+  explicit ForkedWorkload(const std::function<void()>& body) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      close(fds[0]);
+      const uint32_t self = static_cast<uint32_t>(this_tid());
+      std::vector<uint32_t> others;
+      for (uint32_t tid : own_tids())
+        if (tid != self) others.push_back(tid);
+      const ssize_t bytes = static_cast<ssize_t>(others.size() * sizeof(uint32_t));
+      if (write(fds[1], others.data(), static_cast<size_t>(bytes)) != bytes) _exit(1);
+      close(fds[1]);
+      body();
+      _exit(0);
+    }
+    close(fds[1]);
+    // Until the child closes its end (at once: it only lists a directory); 5 s at most.
+    uint32_t tid;
+    size_t got = 0;
+    pollfd p{fds[0], POLLIN, 0};
+    while (poll(&p, 1, 5000) == 1) {
+      const ssize_t n = read(fds[0], reinterpret_cast<char*>(&tid) + got, sizeof tid - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+      if (got == sizeof tid) {
+        runtime_tids_.push_back(tid);
+        got = 0;
+      }
+    }
+    close(fds[0]);
+  }
+  ~ForkedWorkload() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  ForkedWorkload(const ForkedWorkload&) = delete;
+  ForkedWorkload& operator=(const ForkedWorkload&) = delete;
+
+  pid_t pid() const { return pid_; }
+  const std::vector<uint32_t>& runtime_tids() const { return runtime_tids_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::vector<uint32_t> runtime_tids_;
+};
 
 // ---- /proc/self/task/TID readers ----
 // `rounds` rounds of `threads` short-lived threads, each blocking `sleeps` times for `us`,
