@@ -40,7 +40,12 @@ lost = d["lost_events"]
 over = [(tid, n, outs.get(tid)) for tid, n in slices.items() if n > outs.get(tid, 0) + 1]
 print("storm: lost_events %d, %d threads, %d running slices survived of %d switch-outs" %
       (lost, len(outs), sum(slices.values()), sum(outs.values())))
-assert lost > 10000, "a 1 MiB ring buffer under a switch storm loses events"
+# Each switch-out (counted in the kernel's maps, not the ring) whose running slice did not
+# survive lost at least one record: the lost count is bounded below by those, give or take one
+# slice per thread cut at the recording's edges.
+missing = sum(outs.values()) - sum(slices.values())
+assert missing > len(outs), "the ring did not overflow: every switch-out kept its slice (%d missing)" % missing
+assert lost >= missing - 2 * len(outs), "lost_events %d, but %d switch-outs lost their slice" % (lost, missing)
 assert len(outs) >= 160, "perf's 160 messaging threads (followed into the benchmark's threads)"
 assert sum(slices.values()) > 1000, "some records survive"
 assert not over, "more running slices than switch-outs: %s" % over[:5]
@@ -52,13 +57,14 @@ echo "ok top --replay: $(grep -iE -m1 -o 'lost [0-9]+[^|]*' "$tmp/top.txt")"
 
 # 2. Pair aging under churn. The command's shell starts $kids sleep children one after another
 #    and waits for each, so each child's exit wakes it: $kids distinct waker pairs, twice what
-#    the 200-entry map holds; idle pairs age out after 2 s, so about 60-100 are in the map at a
-#    time. The shell's own count of its sleeps (/proc/$$/status, read with builtins only, so that
+#    the 200-entry map holds. A pair leaves the map at the first snapshot after it has been idle
+#    for 1 s, at most 2 s after its waking (1 s idle + two 0.5 s intervals); at most 50 children
+#    a second (20 ms sleeps) keep at most 100 in the map. The shell's own count of its sleeps (/proc/$$/status, read with builtins only, so that
 #    no further child wakes it) is the truth the recording is checked against.
 kids=400
-"$platoon" record -q -i 1 --no-events --no-follow-forks --pairs-max 200 --pair-idle 2 -o "$tmp/churn.trace" -- bash -c '
+"$platoon" record -q -i 0.5 --no-events --no-follow-forks --pairs-max 200 --pair-idle 1 -o "$tmp/churn.trace" -- bash -c '
   echo $$ > '"$tmp"'/churn.pid; i=0
-  while [ $i -lt '"$kids"' ]; do sleep 0.01 & wait; i=$((i + 1)); done
+  while [ $i -lt '"$kids"' ]; do sleep 0.02 & wait; i=$((i + 1)); done
   while read -r k v; do [ "$k" = voluntary_ctxt_switches: ] && echo "$v" > '"$tmp"'/churn.vol; done < /proc/$$/status' \
   2> "$tmp/churn.err" & rec=$!; pids+=($rec)
 # The kernel map the recorder holds (a map_id in its fdinfo) with room for 200.
