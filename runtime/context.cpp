@@ -72,7 +72,18 @@ void Fiber::unwind() {
   if (!ctx) return;
   void* me = san::tsan_current();
   san::tsan_switch(stack_id.tsan_fiber);
+  // ASan must know that the unwinding runs on the fiber's stack: every landing pad there asks
+  // it to unpoison "the current stack", and taking it for this thread's own it reports a
+  // stack-buffer-overflow. The fiber's side is Boost's code, so both jumps are announced here:
+  // the one there before it, and, after it, the one back, whose bounds finishing the first
+  // gives.
+  void* fake = nullptr;
+  san::asan_start_switch(&fake, stack_id);
   ctx = {};  // resumes the fiber with forced_unwind; its destructors run, then it returns here
+  san::StackId here;
+  san::finish_switch(fake, &here);  // ASan now has us on the fiber's stack...
+  san::asan_start_switch(&fake, here);
+  san::finish_switch(fake);         // ...and back on this one
   san::tsan_switch(me);
 }
 

@@ -39,12 +39,23 @@ inline void start_switch(void** save, const StackId& to) {
 #endif
 }
 
-// Right after arriving on a stack.
-inline void finish_switch(void* save) {
+// ASan's half of start_switch alone, for a jump whose TSan side is announced apart (unwind).
+inline void asan_start_switch(void** save, const StackId& to) {
 #ifdef PLATOON_ASAN
-  __sanitizer_finish_switch_fiber(save, nullptr, nullptr);
+  __sanitizer_start_switch_fiber(save, to.bottom, to.size);
 #else
   (void)save;
+  (void)to;
+#endif
+}
+
+// Right after arriving on a stack; `from`, if given, learns the stack ASan took us to leave.
+inline void finish_switch(void* save, StackId* from = nullptr) {
+#ifdef PLATOON_ASAN
+  __sanitizer_finish_switch_fiber(save, from ? &from->bottom : nullptr, from ? &from->size : nullptr);
+#else
+  (void)save;
+  (void)from;
 #endif
 }
 

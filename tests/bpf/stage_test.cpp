@@ -70,7 +70,8 @@ TEST_F(BpfTest, AQuietCpusStagedRecordsArriveAtTheNextPoll) {
   EXPECT_EQ(epoll_records, kCalls);
   EXPECT_TRUE(well_formed);
   EXPECT_TRUE(per_cpu_ordered);
-  const model::ThreadSample* t = find(c->snapshot(), w.tid());
+  const model::Snapshot snap = c->snapshot();  // find() points into it: it must outlive t
+  const model::ThreadSample* t = find(snap, w.tid());
   ASSERT_TRUE(t);
   EXPECT_EQ(t->io_cycles, uint64_t{kCalls});
   EXPECT_EQ(lost(c->snapshot()), 0u);
