@@ -451,7 +451,9 @@ TEST_F(CollectorTest, CommMatchesExistingAndNewProcesses) {
     }
     return pid;
   };
-  const pid_t before = spawn("1");
+  // Alive until killed below: a process gone before the open is not "found in /proc at open",
+  // and under ThreadSanitizer, late in the suite, a one-second sleep did not outlast the open.
+  const pid_t before = spawn("30");
   // Wait until the child has exec'd (its comm is the new name).
   for (int i = 0; i < 400; ++i) {
     std::ifstream in("/proc/" + std::to_string(before) + "/comm");
