@@ -19,6 +19,17 @@ cd "$tmp"
 
 # alive PID: exists and is not a zombie.
 alive() { [ -r "/proc/$1/stat" ] && ! awk 2>/dev/null '{ s = $0; sub(/.*\) /, "", s); exit !(substr(s, 1, 1) == "Z") }' "/proc/$1/stat"; }
+# group_left PGID: the group's members still alive. A zombie is not: once platoon is gone its
+# dead children wait for whoever inherited them (pid 1 here) to reap them, and pgrep lists those.
+group_left() {
+  local want=$1 f st
+  for f in /proc/[0-9]*/stat; do
+    st=$(cat "$f" 2> /dev/null) || continue
+    set -- ${st##*) }   # state ppid pgrp ...
+    [ "$3" = "$want" ] && [ "$1" != Z ] && printf '%s ' "${f//[^0-9]/}"
+  done
+  return 0
+}
 # wait_file F: up to 5 s for a pid file the command writes once it runs.
 wait_file() { for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.05; done; return 1; }
 # gone_within S PID..: every PID ends within S seconds.
@@ -139,8 +150,8 @@ for sig in SEGV ABRT; do
   gone_within 5 "$p" || fail "platoon did not end on SIG$sig"
   wait "$p" 2>/dev/null; st=$?
   [ "$st" = $((128 + $(kill -l "$sig"))) ] || fail "SIG$sig: platoon exited $st, not by the signal"
-  for _ in $(seq 20); do pgrep -g "$pgid" > /dev/null || break; sleep 0.05; done
-  left=$(pgrep -g "$pgid" | tr '\n' ' ')
+  for _ in $(seq 20); do [ -z "$(group_left "$pgid")" ] && break; sleep 0.05; done
+  left=$(group_left "$pgid")
   [ -z "$left" ] || fail "SIG$sig: the command's group $pgid outlived platoon by 1 s: $left"
   check_gone "record SIG$sig"
 done
