@@ -70,7 +70,9 @@ print(f"{len(rows)} samples in 1 s at a 10 ms period")
 assert 20 <= len(rows) <= 110, "expected about one sample per period"
 for t, wall, cpu in rows:
     assert now - 5e9 < t <= now, f"timestamp {t} not within the last 5 s of {now}"
-    assert 0 < cpu <= wall * 1.01 + 10000, f"thread CPU {cpu} ns against wall {wall} ns"
+    # The two clocks are read one after the other, and a vCPU stalled between the reads puts
+    # tens of microseconds on one side (seen: 110 us of CPU in a 68 us sample): 100 us of slack.
+    assert 0 < cpu <= wall * 1.01 + 100000, f"thread CPU {cpu} ns against wall {wall} ns"
     assert wall < 1e9, f"one sample took {wall} ns"
 PY
 echo "ok speedometer"
