@@ -11,38 +11,19 @@
 # /proc/PID/cgroup names.
 set -uo pipefail
 . "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/lib/proc_poll.sh"
 use_tmp machine
 require_root
 tools=$(dirname "$0")/tools
 
-# A loopback TCP flood: 16 KB writes with Nagle off, read back by a thread; much of the receive
-# path runs in softirq (NET_RX). It ends by itself after 15 s should the test die.
-cat > "$tmp/flood.py" <<'PY'
-import socket, threading, time
-l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
-c = socket.create_connection(l.getsockname()); a, _ = l.accept()
-c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-def drain():
-    while a.recv(1 << 20):
-        pass
-threading.Thread(target=drain, daemon=True).start()
-end, msg = time.time() + 15, b"x" * 16384
-while time.time() < end:
-    c.send(msg)
-PY
-python3 "$tmp/flood.py" & flood=$!; pids+=($flood)
-python3 "$tmp/flood.py" & pids+=($!)
-# At a real-time priority, so that the polls keep their 10 ms beside busy CPUs.
-chrt -f 1 python3 "$tools/proc_poll.py" "$tmp/poll.jsonl" & poller=$!; pids+=($poller)
-sleep 0.3
-timeout 20 "$platoon" record --pid "$flood" --duration 2 -i 0.5 -o "$tmp/m.trace" 2> "$tmp/rec.err" || { cat "$tmp/rec.err"; fail "record"; }
-sleep 0.1
-kill "$poller"; wait "$poller"
+# Two loopback floods (tools/loopback_flood.py): much of their receive path runs in softirq.
+python3 "$tools/loopback_flood.py" & flood=$!; pids+=($flood)
+python3 "$tools/loopback_flood.py" & pids+=($!)
+record_polled "$flood" "$tmp/m.trace"
 "$platoon" report "$tmp/m.trace" --format json > "$tmp/r.json" || fail "report"
 "$platoon" report "$tmp/m.trace" > "$tmp/r.txt" || fail "text report"
 grep -q '^CPUs (/proc/stat' "$tmp/r.txt" || fail "text report has no CPUs section"
-python3 "$tools/trace_snapshots.py" "$tmp/m.trace" > "$tmp/snaps.json" || fail "could not decode the snapshots' stamps"
-python3 - "$tmp/r.json" "$tmp/poll.jsonl" "$tmp/snaps.json" "$(getconf CLK_TCK)" "$flood" "$tools" <<'PY' || fail "machine context"
+python3 - "$tmp/r.json" "$tmp/poll.jsonl" "$tmp/m.trace.snaps" "$(getconf CLK_TCK)" "$flood" "$tools" <<'PY' || fail "machine context"
 import json, sys
 sys.path.insert(0, sys.argv[6])
 from proc_poll import load, nearest

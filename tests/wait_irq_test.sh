@@ -8,45 +8,27 @@
 set -uo pipefail
 . "$(dirname "$0")/lib/common.sh"
 . "$(dirname "$0")/lib/irq_time.sh"
+. "$(dirname "$0")/lib/proc_poll.sh"
 require_root
 irq_time_accounted ||
   skip "kernel does not account IRQ time (CONFIG_IRQ_TIME_ACCOUNTING is not set): irq wait is not measured here"
 use_tmp wirq
 tools=$(dirname "$0")/tools
 
-# A loopback TCP flood (16 KB writes, Nagle off, read back by a thread): much of the receive
-# path runs in softirq. It ends by itself after 15 s should the test die.
-cat > "$tmp/flood.py" <<'PY'
-import socket, threading, time
-l = socket.socket(); l.bind(("127.0.0.1", 0)); l.listen(1)
-c = socket.create_connection(l.getsockname()); a, _ = l.accept()
-c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-def drain():
-    while a.recv(1 << 20):
-        pass
-threading.Thread(target=drain, daemon=True).start()
-end, msg = time.time() + 15, b"x" * 16384
-while time.time() < end:
-    c.send(msg)
-PY
-taskset -c 0 python3 "$tmp/flood.py" & pids+=($!)
-taskset -c 0 python3 "$tmp/flood.py" & pids+=($!)
+# Two loopback floods (tools/loopback_flood.py) on CPU 0: much of their receive path runs in
+# softirq there.
+taskset -c 0 python3 "$tools/loopback_flood.py" & pids+=($!)
+taskset -c 0 python3 "$tools/loopback_flood.py" & pids+=($!)
 taskset -c 0 sh -c 'while :; do :; done' & hog=$!; pids+=($hog)
-# At a real-time priority, so that the polls keep their 10 ms beside busy CPUs.
-chrt -f 1 python3 "$tools/proc_poll.py" "$tmp/poll.jsonl" & poller=$!; pids+=($poller)
-sleep 0.3
-timeout 20 "$platoon" record --pid "$hog" --duration 2 -i 0.5 -o "$tmp/i.trace" 2> "$tmp/rec.err" || { cat "$tmp/rec.err"; fail "record"; }
-sleep 0.1
-kill "$poller"; wait "$poller"
+record_polled "$hog" "$tmp/i.trace"
 "$platoon" report "$tmp/i.trace" --format json > "$tmp/i.json" || fail "report"
-python3 "$tools/trace_snapshots.py" "$tmp/i.trace" > "$tmp/i.snaps" || fail "could not decode the snapshots' stamps"
 python3 - "$tmp" "$hog" "$(getconf CLK_TCK)" "$tools" <<'PY' || fail "irq wait"
 import json, sys
 sys.path.insert(0, sys.argv[4])
 from proc_poll import load, nearest
 tmp, hog, tick_ns = sys.argv[1], int(sys.argv[2]), 1e9 / int(sys.argv[3])
 d = json.load(open(f"{tmp}/i.json"))
-snaps = json.load(open(f"{tmp}/i.snaps"))
+snaps = json.load(open(f"{tmp}/i.trace.snaps"))
 assert d["source"] == "bpf", d["source"]
 assert "irq_wait" not in d["fields_missing"], ("the kernel accounts IRQ time, yet", d["fields_missing"])
 reads = load(f"{tmp}/poll.jsonl")

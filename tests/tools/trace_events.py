@@ -1,49 +1,21 @@
 #!/usr/bin/env python3
 """Counts the raw events of a platoon trace file, decoded independently of the C++ reader
-(from docs/trace-format.md alone), so tests can check what an exporter wrote against it.
+(trace_chunks.py), so tests can check what an exporter wrote against it.
 
 usage: trace_events.py FILE   → JSON: {"by_cpu": {"0": {"1": n, ...}}, "by_tid": {"tid": {"7": n}},
                                        "epoll_ok_by_tid": {...}, "drain_by_tid": {...}}
 Event types (bpf/platoon.h): 1 switch, 2 waking, 3 wakeup, 4 wakeup_new, 5 migrate, 6 exit,
 7 epoll, 8 drain, 9 steal."""
-import json, struct, subprocess, sys, zlib
+import json, struct, sys
+
+from trace_chunks import chunks, varint
 
 SIZES = {1: 72, 2: 48, 3: 48, 4: 48, 5: 48, 6: 24, 7: 32, 8: 40, 9: 40}
 
 
-def varint(buf, pos):
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return value, pos
-
-
 def main(path):
-    data = open(path, "rb").read()
-    assert data[:8] == b"\x89PLATOON", "not a platoon trace"
-    pos = 16
     by_cpu, by_tid, epoll_ok, drains = {}, {}, {}, {}
-    while pos + 12 <= len(data):
-        ctype, length, crc = struct.unpack_from("<III", data, pos)
-        payload = data[pos + 12 : pos + 12 + length]
-        if len(payload) < length or zlib.crc32(payload, zlib.crc32(data[pos : pos + 8])) != crc:
-            break  # a crash leaves an incomplete last chunk: stop there, like the reader
-        pos += 12 + length
-        if ctype.to_bytes(4, "little") != b"EVTS":
-            continue
-        body = payload[1:]
-        if payload[0] in (1, 2):  # zlib (1.x files), zstd (2.0: the zstd tool, Python has no codec)
-            raw_len, p = varint(payload, 1)
-            if payload[0] == 1:
-                body = zlib.decompress(payload[p:])
-            else:
-                body = subprocess.run(["zstd", "-d", "-c", "-q"], input=payload[p:], capture_output=True,
-                                      check=True).stdout
-            assert len(body) == raw_len
+    for body in chunks(path, b"EVTS"):
         count, p = varint(body, 0)
         for _ in range(count):
             ts, etype, cpu, tid = struct.unpack_from("<QHHI", body, p)
