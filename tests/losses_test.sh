@@ -101,27 +101,13 @@ wait "$rec" || { cat "$tmp/churn.err"; fail "record the churn"; }
 echo "$((SECONDS - t0)) s of churn: kernel map peak $peak / 200"
 [ "$peak" -lt 200 ] || fail "the pair map filled"
 [ -s "$tmp/churn.vol" ] && [ -s "$tmp/churn.pid" ] || fail "the churn command did not finish"
-# The snapshots (SNAP chunks, docs/trace-format.md) decoded here; the shell's last sample is the
-# one that saw it exit.
-python3 - "$tmp/churn.trace" "$(cat "$tmp/churn.pid")" "$(cat "$tmp/churn.vol")" "$kids" <<'PY' || fail "pairs booked"
-import struct, subprocess, sys, zlib
+# The snapshots (SNAP chunks, docs/trace-format.md) decoded here over tools/trace_chunks.py; the
+# shell's last sample is the one that saw it exit.
+python3 - "$tmp/churn.trace" "$(cat "$tmp/churn.pid")" "$(cat "$tmp/churn.vol")" "$kids" "$(dirname "$0")/tools" <<'PY' || fail "pairs booked"
+import sys
+sys.path.insert(0, sys.argv[5])
+from trace_chunks import chunks, varint
 path, shell, vol, kids = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-
-def varint(b, p):
-    v = s = 0
-    while True:
-        c = b[p]; p += 1
-        v |= (c & 0x7F) << s; s += 7
-        if c < 0x80:
-            return v, p
-
-def body_of(payload):
-    if payload[0] == 0:
-        return payload[1:]
-    p = varint(payload, 1)[1]
-    if payload[0] == 1:
-        return zlib.decompress(payload[p:])
-    return subprocess.run(["zstd", "-d", "-c", "-q"], input=payload[p:], capture_output=True, check=True).stdout
 
 def snapshot(b):
     """lost_pairs, {tid: (exited, voluntary)}, [(tid, kind, other_tid, count)]"""
@@ -165,16 +151,7 @@ def snapshot(b):
         pairs.append((tid, kind, other, count))
     return lost_pairs, threads, pairs
 
-data = open(path, "rb").read()
-pos, snaps = 16, []
-while pos + 12 <= len(data):
-    ctype, length, crc = struct.unpack_from("<III", data, pos)
-    payload = data[pos + 12 : pos + 12 + length]
-    if len(payload) < length or zlib.crc32(payload, zlib.crc32(data[pos : pos + 8])) != crc:
-        break
-    pos += 12 + length
-    if ctype.to_bytes(4, "little") == b"SNAP":
-        snaps.append(snapshot(body_of(payload)))
+snaps = [snapshot(body) for body in chunks(path, b"SNAP")]
 assert snaps, "no snapshot"
 mine = [(th, pr) for _, th, pr in snaps if shell in th]
 assert mine, "the shell is in no snapshot"
