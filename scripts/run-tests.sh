@@ -9,6 +9,8 @@
 # Under CI (CI=true) every test must run: a skip counts as a failure unless its reason contains
 # one of the texts in tests/allowed-skips (conditions the CI machine legitimately lacks).
 #
+# A sanitized build's reports fail the test whose process wrote them (sanitizer_clean below).
+#
 # kernel.bpf_stats_enabled is global: a test that turns it on and is killed before its own
 # cleanup would leave it on for every later test. It is saved before the run and put back after
 # each test; a test that exits leaving it changed fails.
@@ -63,6 +65,24 @@ restore_stats() {
   return 1
 }
 
+# A sanitized build's reports, from any process a test starts, go to files rather than to output
+# a test may swallow or delete: a test that leaves one fails, and its reports are kept beside its
+# log. (A plain build writes none.)
+san_dir=$(realpath "$log_dir")/sanitizer-reports
+rm -rf "$san_dir" && mkdir -p "$san_dir"
+export TSAN_OPTIONS="log_path=$san_dir/report${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
+export ASAN_OPTIONS="log_path=$san_dir/report${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+export UBSAN_OPTIONS="log_path=$san_dir/report${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+# sanitizer_clean TEST: 0 when no process of TEST wrote a report, else names them and 1.
+sanitizer_clean() {
+  local reports=("$san_dir"/report.*)
+  [ -e "${reports[0]}" ] || return 0
+  mkdir -p "$log_dir/$1.sanitizer" && mv "${reports[@]}" "$log_dir/$1.sanitizer/"
+  echo "[  FAILED  ] $1: ${#reports[@]} sanitizer report(s) in $log_dir/$1.sanitizer/, the first:"
+  grep -m1 -h -E 'WARNING: ThreadSanitizer|ERROR: (Address|Leak)Sanitizer|runtime error' "$log_dir/$1.sanitizer"/report.* | head -1
+  return 1
+}
+
 # A hung test gets TERM first, so its exit trap can undo what it changed, then KILL.
 run_limited() { local limit=$1; shift; timeout --signal=TERM --kill-after=20 "$limit" "$@"; }
 
@@ -76,6 +96,7 @@ for bin in "$build"/bin/*_tests; do
   run_limited "${GTEST_SECONDS:-900}" "$bin" --gtest_filter="$filter" --gtest_output="xml:$xml" 2>&1 | tee "$log_dir/$name.log" | grep -E '^\[ +(OK|FAILED|RUN|PASSED|SKIPPED) +\]|Failure|error:' | grep -v '^\[ RUN' || true
   status=${PIPESTATUS[0]}
   restore_stats "$name" || failed=$((failed + 1))
+  sanitizer_clean "$name" || failed=$((failed + 1))
   if [ -f "$xml" ]; then
     # One line of counts (tests failures disabled), then a line per skipped test: NAME<TAB>REASON
     # (the skip message without its file:line).
@@ -119,7 +140,10 @@ for t in "$root"/tests/${shell_glob}_test.sh; do
   echo "== $name"
   st=0
   BUILD="$build" run_limited "${SHELL_TEST_SECONDS:-600}" bash "$t" > "$log_dir/$name.log" 2>&1 || st=$?
-  if ! restore_stats "$name"; then
+  clean=1
+  restore_stats "$name" || clean=0
+  sanitizer_clean "$name" || clean=0
+  if [ "$clean" = 0 ]; then
     failed=$((failed + 1))
   elif [ "$st" -eq 0 ]; then
     echo "[       OK ] $name"; passed=$((passed + 1))
