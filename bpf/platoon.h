@@ -1,7 +1,8 @@
 /* Structs shared by the kernel programs (platoon.bpf.c) and user space (collector, trace file).
  * Plain C with fixed-width types: the BPF side sees them through vmlinux.h's __u32/__u64, user
- * space through <linux/types.h>. Every layout here is part of the trace file format (version 1):
- * change a struct only together with PLATOON_TRACE_VERSION in tui/trace/trace_format.hpp. */
+ * space through <linux/types.h>. Every layout here is part of the trace file format (its event
+ * records are those of version 1): change a struct only together with kTraceMajorVersion in
+ * tui/trace/trace_format.hpp, whose static_asserts hold the sizes. */
 #ifndef PLATOON_BPF_PLATOON_H
 #define PLATOON_BPF_PLATOON_H
 

@@ -503,7 +503,7 @@ Collector::~Collector() {
 bool Collector::Impl::target(pid_t pid) {
   const __u32 key = static_cast<__u32>(pid);
   const __u8 one = 1;
-  // The programs test the bitmap mirror of `targets` (see target_bits in platoon.bpf.c). As
+  // The programs test the bitmap mirror of `targets` (target_bits in targets.bpf.h). As
   // there, only the insert that succeeds sets the bit, with an add.
   if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &key, &one, BPF_NOEXIST) == 0) {
     constexpr size_t kWords = sizeof skel->bss->target_bits / sizeof skel->bss->target_bits[0];
