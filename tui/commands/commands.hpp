@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bpf/snapshot/snapshot.hpp"
+#include "bpf/snapshot/source.hpp"
 #include "tui/commands/target.hpp"
 
 namespace CLI {
@@ -66,6 +67,9 @@ struct LiveOptions {
   // model::Field bits the command shows (top: its columns, from the metric catalog); the
   // collector loads no program for the rest.
   uint32_t fields = model::kFieldsBpf;
+  // How the kernel counts the run time of platoon's programs, so that the source's cost() says
+  // what they cost: sampled unless --no-bpf-stats or --bpf-stats-always (doctor: off).
+  model::BpfStatsMode bpf_stats = model::BpfStatsMode::sampled;
 };
 
 struct RecordOptions {

@@ -260,6 +260,7 @@ CommandRun add_doctor(CLI::App& sub) {
       if (!opt.vs.empty()) return usage_error("doctor", "--vs compares two trace files");
       if (!f->live.resolve(command, opt.live, error))
         return usage_error("doctor", "give a trace file or a live target: " + error);
+      opt.live.bpf_stats = model::BpfStatsMode::off;  // doctor says nothing of platoon's own cost
     }
     if (!parse_seconds(f->duration, opt.duration_s) || opt.duration_s <= 0 || opt.duration_s > 86400)
       return usage_error("doctor", "bad --duration '" + f->duration + "'");

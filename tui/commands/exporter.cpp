@@ -146,8 +146,9 @@ class Exporter {
   std::string ended_;
 };
 
-// run_exporter with the --no-bpf-stats and --bpf-stats-always choice, which ExporterOptions has no field for.
-int run_exporter_with(const ExporterOptions& opt, model::BpfStatsMode bpf_stats) {
+}  // namespace
+
+int run_exporter(const ExporterOptions& opt) {
   auto fail = [](int code, const std::string& msg) {
     std::fprintf(stderr, "platoon exporter: %s\n", msg.c_str());
     return code;
@@ -160,7 +161,7 @@ int run_exporter_with(const ExporterOptions& opt, model::BpfStatsMode bpf_stats)
 
   // Without raw events: the exporter reads the in-kernel aggregates at scrape time only. The
   // listener's event loop takes the stop signals.
-  auto session = LiveSession::open(opt.live, {.record_events = false, .stop_signals = false, .bpf_stats = bpf_stats}, error);
+  auto session = LiveSession::open(opt.live, {.record_events = false, .stop_signals = false}, error);
   if (!session) return fail(kExitFailure, error);
   if (!session->note().empty()) std::fprintf(stderr, "platoon exporter: %s\n", session->note().c_str());
   if (!session->release(error)) return fail(kExitFailure, error);
@@ -173,10 +174,6 @@ int run_exporter_with(const ExporterOptions& opt, model::BpfStatsMode bpf_stats)
                                 [&] { return exporter.tick(); });
   return exporter.finish(sig);
 }
-
-}  // namespace
-
-int run_exporter(const ExporterOptions& opt) { return run_exporter_with(opt, model::BpfStatsMode::sampled); }
 
 CommandRun add_exporter(CLI::App& sub) {
   struct Flags {
@@ -199,7 +196,7 @@ CommandRun add_exporter(CLI::App& sub) {
     if (!f->live.resolve(command, f->opt.live, error)) return usage_error("exporter", error);
     if (f->opt.max_threads < 1 || f->opt.max_threads > 100000)
       return usage_error("exporter", "--max-threads must be 1..100000");
-    return run_exporter_with(f->opt, f->live.bpf_stats());
+    return run_exporter(f->opt);
   };
 }
 

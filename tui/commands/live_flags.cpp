@@ -110,6 +110,8 @@ bool LiveFlags::resolve(const std::vector<std::string>& command, LiveOptions& li
   if (!resolve_lifetime(*this, command, live, error) || !resolve_maps(*this, live, error)) return false;
   live.usdt = !no_usdt;
   if (no_io) live.fields &= ~model::kFieldIo;
+  if (no_bpf_stats) live.bpf_stats = model::BpfStatsMode::off;
+  if (bpf_stats_always) live.bpf_stats = model::BpfStatsMode::always;
   return validate_target(live.target, error);
 }
 

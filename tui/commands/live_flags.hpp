@@ -20,8 +20,6 @@ struct LiveFlags {
   std::string pids, comm, cgroup, kill_after, pair_idle;
   uint32_t threads_max = 0, pairs_max = 0;
   bool follow = false, no_follow = false, keep_running = false, no_usdt = false, all = false, no_io = false;
-  // --no-bpf-stats, --bpf-stats-always: LiveOptions has no field for them, so the command
-  // passes them to LiveSession::Setup::bpf_stats itself (bpf_stats()).
   bool no_bpf_stats = false, bpf_stats_always = false;
 
   // --pid, --comm, --cgroup, --all, --follow-forks, --kill-after, --keep-running and the "Maps" group.
@@ -40,10 +38,6 @@ struct LiveFlags {
   // unknown unless kernel.bpf_stats_enabled=1) and --bpf-stats-always (on the whole time rather
   // than sampled).
   void add_bpf_stats(CLI::App& sub);
-  model::BpfStatsMode bpf_stats() const {
-    return no_bpf_stats ? model::BpfStatsMode::off
-                        : bpf_stats_always ? model::BpfStatsMode::always : model::BpfStatsMode::sampled;
-  }
 
   bool names_target(const std::vector<std::string>& command) const {
     return !pids.empty() || !comm.empty() || !command.empty() || all || !cgroup.empty();

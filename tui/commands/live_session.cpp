@@ -27,7 +27,7 @@ bpf::SourceOptions source_options(const LiveOptions& opt, const std::vector<pid_
   so.procfs = opt.procfs;
   so.record_events = setup.record_events;
   so.drain_events = setup.drain_events;
-  so.bpf_stats = setup.bpf_stats;
+  so.bpf_stats = opt.bpf_stats;
   so.ringbuf_bytes = opt.ringbuf_mb << 20;
   so.force_raw_tp = opt.raw_tp;
   so.verbose = opt.verbose;

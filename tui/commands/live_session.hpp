@@ -31,9 +31,6 @@ class LiveSession {
     bool record_events = false;   // raw events besides the aggregates (record, doctor)
     bool drain_events = false;    // with them, each drain and steal of platoon-runtime targets
     bool stop_signals = true;     // false: the caller's event loop handles them (exporter)
-    // How the kernel counts the run time of platoon's programs, so that source().cost() says
-    // what they cost (record, top, exporter: sampled unless --no-bpf-stats/--bpf-stats-always).
-    model::BpfStatsMode bpf_stats = model::BpfStatsMode::off;
   };
   // Starts `-- CMD` (held before exec) and opens the source for the targets; null with a
   // one-line error. The command runs only once release() is called.

@@ -186,13 +186,14 @@ class RecordLoop {
   bool write_failed_ = false;
 };
 
-// run_record with the --no-bpf-stats and --bpf-stats-always choice, which RecordOptions has no field for.
-int record(const RecordOptions& opt, model::BpfStatsMode bpf_stats) {
+}  // namespace
+
+int run_record(const RecordOptions& opt) {
   std::string error;
   // The output is checked and created first: a bad -o fails before anything is attached or run.
   auto output = model::OutputFile::create(opt.output, model::OutputFile::Existing::replace, &error);
   if (!output) return fail(error);
-  auto session = LiveSession::open(opt.live, {.record_events = opt.events, .drain_events = opt.drain_events, .bpf_stats = bpf_stats}, error);
+  auto session = LiveSession::open(opt.live, {.record_events = opt.events, .drain_events = opt.drain_events}, error);
   if (!session) return fail(error);
   const std::string& note = session->note();
   if (!note.empty()) std::fprintf(stderr, "platoon record: %s\n", note.c_str());
@@ -229,9 +230,6 @@ int record(const RecordOptions& opt, model::BpfStatsMode bpf_stats) {
   return 0;
 }
 
-}  // namespace
-
-int run_record(const RecordOptions& opt) { return record(opt, model::BpfStatsMode::sampled); }
 
 CommandRun add_record(CLI::App& sub) {
   struct Flags {
@@ -270,7 +268,7 @@ CommandRun add_record(CLI::App& sub) {
       return usage_error("record", "bad --interval '" + f->interval + "' (10ms to 1h)");
     if (o.live.ringbuf_mb < 1 || o.live.ringbuf_mb > 1024) return usage_error("record", "--ringbuf-mb must be 1..1024");
     o.events = !f->no_events;
-    return record(o, f->live.bpf_stats());
+    return run_record(o);
   };
 }
 

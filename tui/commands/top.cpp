@@ -241,10 +241,10 @@ void show_only(model::TopState& st, const std::vector<model::Column>& shown) {
   }
 }
 
-int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, bool batch, model::BpfStatsMode bpf_stats) {
+int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, bool batch) {
   std::string error;
   // Without raw events: the live view reads the in-kernel aggregates once per interval only.
-  auto session = LiveSession::open(opt.live, {.record_events = false, .bpf_stats = bpf_stats}, error);
+  auto session = LiveSession::open(opt.live, {.record_events = false}, error);
   if (!session) return fail(error);
   const std::string& note = session->note();
   auto screen = open_screen(batch, error);
@@ -317,8 +317,9 @@ int run_replay(const TopOptions& opt, const std::vector<model::Column>& shown, b
   return top.finish();
 }
 
-// run_top with the --no-bpf-stats and --bpf-stats-always choice, which TopOptions has no field for.
-int run_top_with(const TopOptions& opt, model::BpfStatsMode bpf_stats) {
+}  // namespace
+
+int run_top(const TopOptions& opt) {
   std::vector<model::Column> shown;
   std::string error;
   if (!choose_columns(opt.columns, shown, error)) return usage_error("top", error);
@@ -331,12 +332,8 @@ int run_top_with(const TopOptions& opt, model::BpfStatsMode bpf_stats) {
   if (!shown.empty())
     live.live.fields =
         opt.live.fields & ((model::kFieldsBpf & ~(model::kFieldIo | model::kFieldDrain)) | model::needed_fields(shown));
-  return run_live(live, shown, batch, bpf_stats);
+  return run_live(live, shown, batch);
 }
-
-}  // namespace
-
-int run_top(const TopOptions& opt) { return run_top_with(opt, model::BpfStatsMode::sampled); }
 
 CommandRun add_top(CLI::App& sub) {
   struct Flags {
@@ -376,7 +373,7 @@ CommandRun add_top(CLI::App& sub) {
     if (!parse_seconds(f->interval, o.interval_s) || o.interval_s < 0.25 || o.interval_s > 3600)
       return usage_error("top", "bad --interval '" + f->interval + "' (0.25 s to 1 h)");
     if (o.iterations < 0) return usage_error("top", "--iterations must be positive");
-    return run_top_with(o, f->live.bpf_stats());
+    return run_top(o);
   };
 }
 
