@@ -1,6 +1,6 @@
 // The subcommands of `platoon`, one file each under tui/commands/. Each file registers its own
 // subcommand (add_<cmd>: its options, then what runs it), returns the process's exit status and
-// prints its own one-line errors ("platoon <cmd>: ...") to stderr. tui/main.cpp lists them.
+// prints its own one-line errors ("platoon <cmd>: ...") to stderr. main.cpp lists them.
 #pragma once
 
 #include <cstddef>

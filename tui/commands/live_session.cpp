@@ -8,7 +8,7 @@
 
 #include "bpf/collectors/sources.hpp"
 #include "bpf/snapshot/clock.hpp"
-#include "tui/version.hpp"
+#include "tui/commands/version.hpp"
 
 namespace platoon::cli {
 

@@ -1,13 +1,13 @@
-// platoon: the command users run. Each subcommand lives in tui/commands/ and registers its own
-// options; this file lists them (in the order `platoon --help` shows them), parses the command
-// line (CLI11) and runs the one given.
+// platoon: the command users run. Each subcommand lives in a file of this folder and registers
+// its own options; this file lists them (in the order `platoon --help` shows them), parses the
+// command line (CLI11) and runs the one given.
 #include <CLI/CLI.hpp>
 
 #include <string>
 #include <vector>
 
 #include "tui/commands/commands.hpp"
-#include "tui/version.hpp"
+#include "tui/commands/version.hpp"
 
 namespace {
 using namespace platoon::cli;
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"platoon: how the Linux scheduler treats the threads of event-loop and fiber servers"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("platoon ") + platoon::kVersion);
+  app.set_version_flag("--version", std::string("platoon ") + kVersion);
   struct Registered {
     const CommandSpec& spec;
     CLI::App* sub;

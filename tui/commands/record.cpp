@@ -19,7 +19,7 @@
 #include "tui/commands/live_session.hpp"
 #include "tui/analysis/observer_cost.hpp"
 #include "tui/trace/trace_writer.hpp"
-#include "tui/version.hpp"
+#include "tui/commands/version.hpp"
 
 namespace platoon::cli {
 namespace {

@@ -21,7 +21,7 @@
 #include "tui/analysis/observer_cost.hpp"
 #include "tui/analysis/window.hpp"
 #include "tui/trace/replay_source.hpp"
-#include "tui/version.hpp"
+#include "tui/commands/version.hpp"
 #include "tui/dashboard/views/screen.hpp"
 
 namespace platoon::cli {
