@@ -223,7 +223,7 @@ test: deps
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)scripts/run-bench.sh $(BUILD)
+	$(Q)scripts/run-micro-benchmarks.sh $(BUILD)
 
 # The demo builds only what it runs (the four programs), not the tests.
 demo: deps

@@ -52,9 +52,9 @@ trap 'set +e; pids+=($tracer_pid); stop_all' EXIT
 trap 'exit 130' INT TERM
 
 taskset -c 0 "$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$out/mock.log" 2>&1 & pids+=($!)
-mport=$(wait_port "$out/mock.log") || die "the mock did not start"
+mport=$(port_of "$out/mock.log") || die "the mock did not start"
 taskset -c 1 "$bin/platoon-server" --port 0 --backend "127.0.0.1:$mport" --carriers 1 --backend-connections 256 > "$out/server.log" 2>&1 & spid=$!; pids+=($spid)
-sport=$(wait_port "$out/server.log") || die "the server did not start"
+sport=$(port_of "$out/server.log") || die "the server did not start"
 "$bin/speedometer" --cpu 1 --out "$out/speed.txt" & pids+=($!)
 url="http://127.0.0.1:$sport/fruits"
 taskset -c 0 "$bin/platoon-load" --url "$url" --rate 2000 --connections 50 --threads 1 --duration 2 > /dev/null  # warm

@@ -49,7 +49,7 @@ cleanup() { for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null || true; done; 
             for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; wait 2>/dev/null || true
             sysctl -qw kernel.bpf_stats_enabled=0 || true; }
 trap cleanup EXIT INT TERM
-port_of() { for _ in $(seq 100); do p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" | head -1 | sed 's/.*://'); [ -n "$p" ] && { echo "$p"; return; }; sleep 0.05; done; }
+. "$(dirname "$0")/lib/processes.sh"
 json() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {}, {'d': d}))" "$1" "$2"; }
 
 taskset -c 0 "$bin/platoon-mock" --port 0 --think-time-ms 1 --threads 1 > "$out/mock.log" 2>&1 & pids+=($!)

@@ -83,7 +83,7 @@ CFG
 taskset -c "$mock_cpuset" "$bin/platoon-mock" --port 0 --think-time-ms "$think" --threads "$mock_threads" \
   > "$out/mock-output.log" 2>&1 &
 mock_pid=$!; pids+=($mock_pid)
-mock_port=$(wait_port "$out/mock-output.log") || die "platoon-mock did not start (see $out/mock-output.log)"
+mock_port=$(port_of "$out/mock-output.log") || die "platoon-mock did not start (see $out/mock-output.log)"
 
 # --- server
 case $server in
@@ -96,7 +96,7 @@ case $server in
     [ -n "$idle_spin" ] && args+=(--idle-spin-us "$idle_spin")
     taskset -c "$server_cpuset" "$bin/platoon-server" "${args[@]}" > "$out/server-output.log" 2>&1 &
     server_pid=$!; pids+=($server_pid)
-    port=$(wait_port "$out/server-output.log") || die "platoon-server did not start (see $out/server-output.log)"
+    port=$(port_of "$out/server-output.log") || die "platoon-server did not start (see $out/server-output.log)"
     ;;
   nginx)
     port=$(free_port)

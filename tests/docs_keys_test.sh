@@ -15,7 +15,7 @@ tmp=$(mktemp -d /tmp/platoon-docskeys.XXXXXX)
 sock=platoon-docs-keys-$$
 tm() { tmux -L "$sock" "$@"; }
 pids=()
-. "$(dirname "$0")/lib/processes.sh"
+. "$(dirname "$0")/../scripts/lib/processes.sh"
 cleanup() { tm kill-server 2> /dev/null; stop_pids; rm -rf "$tmp"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }

@@ -1,4 +1,4 @@
-// The JSON report (build/bench/runtime.json via scripts/run-bench.sh): the headline figures at
+// The JSON report (build/bench/runtime.json via scripts/run-micro-benchmarks.sh): the headline figures at
 // the top, every figure with its repetitions, the unpark detail, and the context of the run (the
 // machine is shared: load, pinning and options are recorded beside the numbers).
 #include <cerrno>

@@ -1,5 +1,6 @@
 # What the scripts under scripts/ share: one-line errors, an option parser driven by a table,
-# and stopping every process a script started. Source it after setting `script` (the name in
+# and (processes.sh, shared with the tests) finding a server's port and stopping every process
+# a script started. Source it after setting `script` (the name in
 # error messages) and, for parse_options, `options`:
 #   options=(--rate=rate --pin+pin --no-pidstat~pidstat)
 #     --flag=var  takes a value (an empty or missing one is an error)
@@ -29,33 +30,12 @@ parse_options() {
   done
 }
 
-# LOG -> the port of its first "listening on HOST:PORT" line, waiting up to 10 s for it.
-wait_port() {
-  local p _
-  for _ in $(seq 100); do
-    p=$(grep -o 'listening on [0-9.]*:[0-9]*' "$1" 2>/dev/null | head -1 | sed 's/.*://')
-    [ -n "$p" ] && { echo "$p"; return 0; }
-    sleep 0.1
-  done
-  return 1
-}
-
-# A TCP port free on 127.0.0.1 now (for programs that cannot be given port 0).
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "${BASH_SOURCE[0]}")/processes.sh"
 
 # Every pid in `pids` gets SIGINT, up to a second to finish, then SIGKILL; used as the EXIT
 # trap so that a failed or interrupted run leaves nothing behind.
 pids=()
 stop_all() {
   trap - INT TERM EXIT
-  local p alive _
-  for p in "${pids[@]}"; do kill -INT "$p" 2>/dev/null; done
-  for _ in 1 2 3 4 5; do
-    alive=
-    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ -z "$alive" ] && break
-    sleep 0.2
-  done
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  wait 2>/dev/null
+  stop_pids 1
 }

@@ -118,7 +118,7 @@ run_load() {  # URL SECONDS JSON -> the load's output on stdout
 # --- the backend, shared by every server
 taskset -c "$load_cpu" "$mock" --port 0 --think-time-ms "$think" --threads "$mock_threads" > "$out/mock.log" 2>&1 &
 mock_pid=$!; pids+=($mock_pid)
-mock_port=$(wait_port "$out/mock.log") || die "platoon-mock did not start (see $out/mock.log)"
+mock_port=$(port_of "$out/mock.log") || die "platoon-mock did not start (see $out/mock.log)"
 backend=127.0.0.1:$mock_port
 
 {
@@ -147,7 +147,7 @@ for s in $servers; do
       ;;
   esac
   spid=$!; pids+=($spid)
-  case $s in passthrough|platoon) port=$(wait_port "$log") || die "$s did not start (see $log)" ;; esac
+  case $s in passthrough|platoon) port=$(port_of "$log") || die "$s did not start (see $log)" ;; esac
   for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/fruits" > "$out/$s.sample" 2>/dev/null && break; sleep 0.1; done
   [ -s "$out/$s.sample" ] || die "$s does not answer /fruits (see $log)"
 

@@ -5,7 +5,7 @@
 BUILD=${BUILD:-build}
 bin=$BUILD/bin
 platoon=$bin/platoon
-. "$(dirname "${BASH_SOURCE[0]}")/processes.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib/processes.sh"
 
 fail() { echo "FAIL: $*"; exit 1; }
 # skip MESSAGE: the test cannot run here; 77 is what the harness counts as a skip.
@@ -15,7 +15,7 @@ require_root() { [ "$(id -u)" = 0 ] || skip "needs root ${1:-for BPF}"; }
 require_cmd() { command -v "$1" > /dev/null || skip "${2:-needs $1}"; }
 
 # use_tmp NAME: a fresh $tmp (/tmp/platoon-NAME.XXXXXX), an empty $pids and an exit trap that
-# calls cleanup: stop_pids (after $stop_grace seconds, default 0.3), then remove $tmp. A test
+# calls cleanup: stop_pids (up to $stop_grace seconds, default 0.3), then remove $tmp. A test
 # with more to undo defines its own cleanup after this.
 use_tmp() {
   tmp=$(mktemp -d "/tmp/platoon-$1.XXXXXX"); pids=()

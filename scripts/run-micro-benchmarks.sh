@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the benchmarks of a build and writes their figures as JSON under BUILD_DIR/bench/.
-# usage: scripts/run-bench.sh BUILD_DIR [extra runtime_bench options, e.g. --reps 9]
+# Runs the micro-benchmarks of a build (runtime_bench, drain_stats_bench: what `make bench` runs;
+# the server benchmark is run-benchmark.sh) and writes their figures as JSON under BUILD_DIR/bench/.
+# usage: scripts/run-micro-benchmarks.sh BUILD_DIR [extra runtime_bench options, e.g. --reps 9]
 # Environment: BENCH_CPUS=0-1 runs the benchmark under `taskset -c $BENCH_CPUS` (the runtime
 # then pins carrier i to the i-th of those CPUs); BENCH_NO_PIN=1 lets every thread float.
 set -euo pipefail
@@ -11,7 +12,7 @@ out_dir="$build/bench"
 json="$out_dir/runtime.json"
 
 if [ ! -x "$bin" ]; then
-  echo "run-bench: $bin not built (make BUILD=$build)" >&2
+  echo "run-micro-benchmarks: $bin not built (make BUILD=$build)" >&2
   exit 1
 fi
 mkdir -p "$out_dir"
