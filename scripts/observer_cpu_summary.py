@@ -52,6 +52,8 @@ def load_windows(out, conds):
         lines = [tuple(map(float, l.split())) for l in open(f"{out}/window-{c}-{r}")]
         (t0, s0, q0, c0, z0), (t1, s1, q1, c1, z1) = lines
         q = q1 - q0
+        if q <= 0:
+            sys.exit(f"observer_cpu_summary: {out}: the server answered no request in {c}'s window of round {r}")
         sp = [w for (t, w, _) in speed if t0 <= t <= t1]
         return {"us_per_request": (s1 - s0) * 1e6 / q, "requests": q, "cycles_per_request": (c1 - c0) / q,
                 "sleeps_per_request": (z1 - z0) / q, "speed_ns": statistics.median(sp), "speed_samples": len(sp)}
@@ -80,13 +82,17 @@ def main():
         for key, name in (("us_per_request", "overhead_pct"), ("us_per_request_at_ref_speed", "overhead_at_ref_speed_pct"),
                           ("cycles_per_request", "cycles_change_pct"), ("sleeps_per_request", "sleeps_change_pct"),
                           ("speed_ns", "speedometer_change_pct")):
-            res[c][name] = change([100.0 * (W[c][i][key] / W["none"][i][key] - 1) for i in range(rounds)])
+            # A change against zero has no value: a saturated server never sleeps, for one.
+            base = [W["none"][i][key] for i in range(rounds)]
+            res[c][name] = None if 0 in base else change([100.0 * (W[c][i][key] / base[i] - 1) for i in range(rounds)])
     # Differences paired per round, where both conditions ran: record's goal is perf's overhead
     # in the same run; the others split a cost into its parts (what the epoll hooks add to the
     # floor, what top's process adds to the same programs in record --no-events, what top's
     # programs add to the hooks, what IO columns add to top).
     for a, b in PAIRS:
         if a in res and b in res:
+            if res[a]["overhead_at_ref_speed_pct"] is None or res[b]["overhead_at_ref_speed_pct"] is None:
+                continue
             x = res[a]["overhead_at_ref_speed_pct"]["per_round"]
             y = res[b]["overhead_at_ref_speed_pct"]["per_round"]
             res[a][f"minus_{b}_at_ref_speed_points"] = change([u - v for u, v in zip(x, y)])
@@ -99,6 +105,8 @@ def main():
         json.dump(summary, f, indent=2)
 
     def fmt(ch):
+        if ch is None:
+            return "n/a (zero untraced)"
         return f"{ch['trimmed_mean']:+6.2f}% [{ch['ci90'][0]:+5.2f}, {ch['ci90'][1]:+5.2f}]"
 
     print(f"{'condition':16} {'us/req':>7} {'overhead [90% interval]':>24} {'at ref speed [90%]':>24} "
