@@ -70,9 +70,9 @@ restore_stats() {
 # log. (A plain build writes none.)
 san_dir=$(realpath "$log_dir")/sanitizer-reports
 rm -rf "$san_dir" && mkdir -p "$san_dir"
-export TSAN_OPTIONS="log_path=$san_dir/report${TSAN_OPTIONS:+:$TSAN_OPTIONS}"
-export ASAN_OPTIONS="log_path=$san_dir/report${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
-export UBSAN_OPTIONS="log_path=$san_dir/report${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}log_path=$san_dir/report"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$san_dir/report"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$san_dir/report"
 # sanitizer_clean TEST: 0 when no process of TEST wrote a report, else names them and 1.
 sanitizer_clean() {
   local reports=("$san_dir"/report.*)

@@ -109,8 +109,9 @@ e = select.epoll(); t = time.time()
 while time.time() - t < 1.5: e.poll(0.002)'
 for mode in no-io full; do
   flags=(); [ $mode = no-io ] && flags=(--no-io)
-  "$platoon" record -q -i 0.2 "${flags[@]}" -o "$tmp/$mode.trace" -- python3 -c "$epoll_loop" 2> "$tmp/$mode.err" & rec=$!; bg+=($rec)
-  sleep 0.8
+  "$platoon" record -i 0.2 "${flags[@]}" -o "$tmp/$mode.trace" -- python3 -c "$epoll_loop" 2> "$tmp/$mode.err" & rec=$!; bg+=($rec)
+  # "recording" is said once every program is attached (a sanitized build takes seconds).
+  wait_started "$tmp/$mode.err" "recording" "record $mode"
   bpftool prog show > "$tmp/$mode.progs"
   wait "$rec" || { cat "$tmp/$mode.err"; fail "record $mode"; }
   "$platoon" report "$tmp/$mode.trace" --format json > "$tmp/$mode.json" || fail "report of the $mode trace"

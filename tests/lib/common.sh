@@ -10,6 +10,9 @@ platoon=$bin/platoon
 fail() { echo "FAIL: $*"; exit 1; }
 # skip MESSAGE: the test cannot run here; 77 is what the harness counts as a skip.
 skip() { echo "$*"; exit 77; }
+# sanitized: status 0 when the build's programs carry a sanitizer's runtime (make SAN=...). They
+# run several times slower there, so a test holds them to a rate or a CPU cost only without.
+sanitized() { grep -qaE '__(tsan|asan)_init' "$bin/platoon-server"; }
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root ${1:-for BPF}"; }
 # require_cmd CMD [MESSAGE]: skip unless CMD is on PATH.
 require_cmd() { command -v "$1" > /dev/null || skip "${2:-needs $1}"; }

@@ -145,9 +145,12 @@ TEST(BudgetTest, SaturatedCarrierPollsEveryBudgetPlusOneFiber) {
   // holds however noisy the machine is: preemption only makes fibers look longer.
   EXPECT_LE(max_drain, max_fibers_per_drain + 1) << over << " drains ran more than " << max_fibers_per_drain;
   // The carrier really was saturated: drains were cut by the budget with work left, several
-  // fibers per drain (not one per poll, which would also pass the bounds trivially).
-  // (Under the sanitizers a fiber switch costs several us more, so fewer fibers fit.)
-  EXPECT_GE(percentile(per_drain, 0.5), kSanitized ? 2u : 3u);
+  // fibers per drain (not one per poll, which would also pass the bounds trivially). Under
+  // ThreadSanitizer a fiber switch costs tens of us, so one 10 us fiber and its switches fill
+  // the 50 us budget (p50 1 per drain, max 2): there only the budget cuts below show saturation.
+  if (!kSanitized) {
+    EXPECT_GE(percentile(per_drain, 0.5), 3u);
+  }
   ASSERT_EQ(stats.size(), 1u);
   EXPECT_GE(stats[0].budget_cuts, 1000u);
   EXPECT_GE(stats[0].queue_depth_hwm, static_cast<uint64_t>(kFibers) - 1);
