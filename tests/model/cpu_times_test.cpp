@@ -45,11 +45,14 @@ TEST(CpuTimesTest, ThisMachineHasItsCpus) {
 }
 
 TEST(CpuTimesTest, ExporterServesStealIrqAndSoftirqPerCpuInSeconds) {
+  // The machine's per-CPU steal, hard- and soft-interrupt time comes with the snapshot, as the
+  // collectors read it (bpf/collectors/machine_context.cpp).
   PromExposition e(16);
-  e.observe(Snapshot{});
-  PromScrapeInfo info;
-  info.cpu_times = parse_proc_stat(kStat);
-  const std::string text = e.render(info);
+  Snapshot s;
+  s.cpus = parse_proc_stat(kStat);
+  s.tick_ns = static_cast<uint64_t>(seconds_per_tick() * 1e9 + 0.5);
+  e.observe(s);
+  const std::string text = e.render(PromScrapeInfo{});
   const double t = seconds_per_tick();
   auto has = [&](const std::string& line) { return text.find(line + "\n") != std::string::npos; };
   EXPECT_TRUE(has("# TYPE platoon_cpu_steal_seconds_total counter"));
@@ -57,7 +60,9 @@ TEST(CpuTimesTest, ExporterServesStealIrqAndSoftirqPerCpuInSeconds) {
   EXPECT_TRUE(has("platoon_cpu_irq_seconds_total{cpu=\"0\"} " + fmt::format("{}", 3 * t)));
   EXPECT_TRUE(has("platoon_cpu_softirq_seconds_total{cpu=\"10\"} " + fmt::format("{}", 11 * t)));
   // Without readings, no families (a source that cannot read /proc/stat says nothing).
-  EXPECT_EQ(e.render(PromScrapeInfo{}).find("platoon_cpu_steal"), std::string::npos);
+  PromExposition none(16);
+  none.observe(Snapshot{});
+  EXPECT_EQ(none.render(PromScrapeInfo{}).find("platoon_cpu_steal"), std::string::npos);
 }
 
 }  // namespace

@@ -19,7 +19,6 @@
 
 #include <CLI/CLI.hpp>
 
-#include "bpf/snapshot/cpu_times.hpp"
 #include "tui/commands/commands.hpp"
 #include "tui/commands/live_flags.hpp"
 #include "tui/commands/http_listener.hpp"
@@ -85,7 +84,6 @@ class Exporter {
         info.snapshots = snapshots_;
         info.bpf_cost = source_.cost();
         info.self_cpu_seconds = static_cast<double>(model::self_cpu_ns()) / 1e9;
-        info.cpu_times = model::read_proc_stat();
         cached_ = model_.render(info);
       }
       return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", cached_};

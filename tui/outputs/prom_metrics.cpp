@@ -368,9 +368,10 @@ void self_metrics(Out& out, const Snapshot& s, const PromScrapeInfo& info, const
              uint64_t{1});
 }
 
-// Per-CPU counters since boot, in seconds (the rules in scripts/prometheus/ rate() them).
-void cpu_families(Out& out, const PromScrapeInfo& info) {
-  if (info.cpu_times.empty()) return;
+// Per-CPU counters since boot, in seconds (the rules in scripts/prometheus/ rate() them): the
+// snapshot's own reading of /proc/stat, taken with its threads.
+void cpu_families(Out& out, const Snapshot& s) {
+  if (s.cpus.empty()) return;
   struct CpuFamily {
     const char* name;
     const char* help;
@@ -381,10 +382,10 @@ void cpu_families(Out& out, const PromScrapeInfo& info) {
       {"platoon_cpu_irq_seconds_total", "Time this CPU spent in hardware interrupt handlers (/proc/stat irq).", &CpuTimes::irq},
       {"platoon_cpu_softirq_seconds_total", "Time this CPU spent in softirqs: network receive, timers, RCU (/proc/stat softirq).", &CpuTimes::softirq},
   };
-  const double tick = seconds_per_tick();
+  const double tick = s.tick_ns ? static_cast<double>(s.tick_ns) / 1e9 : seconds_per_tick();
   for (const CpuFamily& f : families) {
     out.family(f.name, "counter", f.help);
-    for (const CpuTimes& c : info.cpu_times)
+    for (const CpuTimes& c : s.cpus)
       out.sample(f.name, fmt::format("cpu=\"{}\"", c.cpu), static_cast<double>(c.*f.ticks) * tick);
   }
 }
@@ -585,7 +586,7 @@ std::string PromExposition::render(const PromScrapeInfo& info) {
   for (const auto& [pid, p] : processes_) n.processes_live += p.live_threads > 0;
   Out out(text);
   self_metrics(out, s, info, n);
-  cpu_families(out, info);
+  cpu_families(out, s);
   cgroup_families(out, s);
   return text;
 }

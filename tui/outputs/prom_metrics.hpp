@@ -37,9 +37,6 @@ struct PromScrapeInfo {
   // the kernel counts, platoon_bpf_stats_enabled 1) and its own CPU time.
   CostReading bpf_cost;
   double self_cpu_seconds = 0;
-  // The machine's per-CPU steal, hard- and soft-interrupt time (/proc/stat), read when the
-  // exposition is rendered: time no thread is charged for that still delays the carriers on that CPU.
-  std::vector<CpuTimes> cpu_times;
 };
 
 // Escapes a label value: backslash, double quote and newline (the exposition format's rules).
