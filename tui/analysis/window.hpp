@@ -165,8 +165,10 @@ Window make_window(std::span<const Snapshot> recording);
 // O(n log n) in the threads and pairs of the two snapshots involved.
 //
 // A recording of many short-lived threads would still grow without bound, so at most
-// kKeepVanishedThreads (trace_format.hpp) vanished threads are kept: past it the least busy
-// (cumulative run + wait) one is dropped and counted in dropped_threads().
+// kKeepVanishedThreads vanished threads are kept: past it the least busy (cumulative run + wait)
+// one is dropped and counted in dropped_threads().
+inline constexpr size_t kKeepVanishedThreads = 1u << 15;
+
 class RecordingWindow {
  public:
   void add(Snapshot s);

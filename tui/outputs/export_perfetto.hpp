@@ -25,7 +25,7 @@
 
 #include "bpf/snapshot/snapshot.hpp"
 #include "tui/trace/events.hpp"        // kReorderHorizonNs
-#include "tui/trace/trace_writer.hpp"  // TraceMeta
+#include "tui/trace/trace_format.hpp"  // TraceMeta
 
 namespace platoon::model {
 

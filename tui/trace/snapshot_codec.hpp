@@ -9,7 +9,6 @@
 #include "bpf/snapshot/snapshot.hpp"
 #include "tui/trace/byte_io.hpp"
 #include "tui/trace/trace_reader.hpp"  // TraceContents: what the kKeep* caps cut
-#include "tui/trace/trace_writer.hpp"  // TraceMeta
 
 namespace platoon::model {
 

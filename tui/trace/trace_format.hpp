@@ -17,11 +17,14 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <zlib.h>
 
 #include "bpf/platoon.h"
+#include "bpf/snapshot/snapshot.hpp"  // Source
 
 namespace platoon::model {
 
@@ -62,10 +65,9 @@ inline constexpr uint32_t kKeepThreadsPerSnapshot = 1u << 15;  // 2x PLATOON_MAX
 inline constexpr uint32_t kKeepPairsPerSnapshot = 1u << 15;    // 2x PLATOON_MAX_PAIRS
 inline constexpr uint32_t kKeepCpusPerList = 1u << 12;         // CPUs >= 4096 are not kept
 inline constexpr uint32_t kKeepCpuSlotsPerSnapshot = 1u << 21; // per-CPU entries, all lists
-// Consumers that hold a whole recording: RecordingWindow keeps the last sample of at most this
-// many vanished threads (the busiest), and ReadOptions::max_snapshot_bytes / max_event_bytes
-// bound what top --replay and export --format chrome hold in memory.
-inline constexpr size_t kKeepVanishedThreads = 1u << 15;
+// Consumers that hold a whole recording: ReadOptions::max_snapshot_bytes / max_event_bytes bound
+// what top --replay and export --format chrome hold in memory (RecordingWindow's own cap on
+// vanished threads is kKeepVanishedThreads, tui/analysis/window.hpp).
 inline constexpr uint64_t kKeepSnapshotBytes = 256ull << 20;
 inline constexpr uint64_t kKeepEventBytes = 128ull << 20;
 
@@ -83,6 +85,26 @@ enum class ChunkType : uint32_t {
 };
 
 enum class ChunkEncoding : uint8_t { stored = 0, zlib = 1, zstd = 2 };
+
+// What the recording was and where; the META chunk.
+struct TraceMeta {
+  uint32_t version = kTraceMajorVersion;  // set by the reader; the writer always writes its own
+  uint32_t minor_version = kTraceMinorVersion;
+  std::string tool_version;
+  std::string hostname;                   // empty: the writer fills it from uname
+  std::string kernel;                     // uname release; empty: filled by the writer
+  std::string target;                     // human description, e.g. "pid 1234" or "-- ./server"
+  std::string attach_mode;                // e.g. "tp_btf", "raw_tp", "procfs"
+  Source source = Source::bpf;
+  uint32_t ncpus = 0;                     // 0: the writer fills sysconf(_SC_NPROCESSORS_CONF)
+  uint64_t interval_ns = 0;
+  uint64_t start_boottime_ns = 0;         // 0: the writer reads the clocks at create()
+  uint64_t start_realtime_ns = 0;         // same instant as start_boottime_ns, for conversion
+  std::vector<uint32_t> pids;
+  std::string comm;
+  std::vector<std::string> command;
+  std::string runtime;                    // since 1.2: what the target is (to_string(RuntimeKind)), "" unknown
+};
 
 // Conventional stop reasons (free-form strings in the file; these are what `record` writes).
 inline constexpr std::string_view kStopDuration = "duration reached";

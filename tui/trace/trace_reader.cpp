@@ -1,4 +1,5 @@
 #include "tui/trace/trace_reader.hpp"
+#include "tui/outputs/output_file.hpp"  // UniqueFd
 #include "tui/trace/snapshot_codec.hpp"
 
 #include <fcntl.h>

@@ -19,7 +19,6 @@
 
 #include "bpf/snapshot/snapshot.hpp"
 #include "tui/trace/trace_format.hpp"
-#include "tui/trace/trace_writer.hpp"  // TraceMeta
 
 namespace platoon::model {
 

@@ -19,26 +19,6 @@
 
 namespace platoon::model {
 
-// What the recording was and where; the META chunk.
-struct TraceMeta {
-  uint32_t version = kTraceMajorVersion;  // set by the reader; the writer always writes its own
-  uint32_t minor_version = kTraceMinorVersion;
-  std::string tool_version;
-  std::string hostname;                   // empty: the writer fills it from uname
-  std::string kernel;                     // uname release; empty: filled by the writer
-  std::string target;                     // human description, e.g. "pid 1234" or "-- ./server"
-  std::string attach_mode;                // e.g. "tp_btf", "raw_tp", "procfs"
-  Source source = Source::bpf;
-  uint32_t ncpus = 0;                     // 0: the writer fills sysconf(_SC_NPROCESSORS_CONF)
-  uint64_t interval_ns = 0;
-  uint64_t start_boottime_ns = 0;         // 0: the writer reads the clocks at create()
-  uint64_t start_realtime_ns = 0;         // same instant as start_boottime_ns, for conversion
-  std::vector<uint32_t> pids;
-  std::string comm;
-  std::vector<std::string> command;
-  std::string runtime;                    // since 1.2: what the target is (to_string(RuntimeKind)), "" unknown
-};
-
 class TraceWriter {
  public:
   struct Options {
