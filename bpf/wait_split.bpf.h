@@ -1,4 +1,4 @@
-/* Why a thread waited (issue 15): a wait that starts while the thread's group is throttled by
+/* Why a thread waited: a wait that starts while the thread's group is throttled by
  * its CPU quota, on a CPU the hypervisor steals from or that serves interrupts, or on a CPU
  * that was idle when the thread was woken (the wait is then the idle exit, not another task).
  * Read from the run queue's own clocks at the two ends of each wait (the steal and irq time the

@@ -6,7 +6,7 @@
 # --batch` and `platoon exporter` (aggregates only), under `perf sched record` and under the
 # equivalent bpftrace script (tracing/sched.bt); plus the mean cost of each platoon BPF program
 # per event (kernel.bpf_stats_enabled: run_time_ns / run_cnt), per sched_switch and per epoll
-# wait call, and lost events. Issue 14's goals are in the summary's "goals" block.
+# wait call, and lost events. The goals are in the summary's "goals" block.
 # Conditions alternate within each round, so drift in this noisy VM hits all of them alike, and
 # their order rotates from round to round, so that none always follows the same one (a tracer's
 # teardown, perf's file going to disk); the summary quotes medians over the rounds.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Quota throttling (issue 15): platoon-server in a CPU cgroup with a quota of 20 ms per 100 ms,
+# Quota throttling: platoon-server in a CPU cgroup with a quota of 20 ms per 100 ms,
 # under load. doctor finds cpu_throttled, with throttled time within 10% of what cpu.stat's own
 # counter grew by over the doctor's window (the load is steady, so cpu.stat's rate over a span
 # bracketing the run, times the window, is the truth to hold it against); the carriers' wait is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --cgroup PATH (issue 15): `record --cgroup` records exactly the group's tasks, followed as they
+# --cgroup PATH: `record --cgroup` records exactly the group's tasks, followed as they
 # come and go. In a fresh CPU cgroup: A (a duty-cycle loop, in it all along), E (in it, moved out
 # after ~1.2 s), P (a shell that forks D into the group after ~2 s: a fork followed), C (started
 # outside, moved in after ~1 s); B runs the same loop outside the group all along. The truth is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Following forks (issue 12, defect 3): `record -- sh -c 'python3 mt.py'` has the python
+# Following forks: `record -- sh -c 'python3 mt.py'` has the python
 # program's threads in the report, with the switch counts /proc/<tid>/status gives them (the
 # program writes them itself once its threads are parked, then waits to be killed), and
 # --no-follow-forks records only the shell. Also `--pid SHELL --follow-forks` and procfs.

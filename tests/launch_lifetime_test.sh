@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# -- CMD ends with platoon (issue 12, defect 2): whatever stops record, top, doctor or the
+# -- CMD ends with platoon: whatever stops record, top, doctor or the
 # exporter first (its duration, SIGINT, SIGTERM, SIGHUP, SIGKILL, a write error, a crash by
 # SIGSEGV or SIGABRT), the command's whole process group is gone when platoon is, SIGKILL
 # follows a SIGTERM it ignores after --kill-after, --keep-running leaves it, and a platoon killed

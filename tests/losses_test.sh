@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Losses that are counted, produced for real (issue 12):
+# Losses that are counted, produced for real:
 #  1. ring buffer overflow: `record --ringbuf-mb 1` of a switch storm (perf bench sched pipe):
 #     report (text and JSON) and top --replay show the lost events; the aggregates, which do not
 #     go through the ring, still add up (each storm thread switched about as often as the other).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Output paths as root (issue 12, defect 1), from the outside: record -o and export -o refuse a
+# Output paths as root, from the outside: record -o and export -o refuse a
 # device node, a fifo, a socket, a directory and a symlink with one line and a non-zero exit and
 # leave them exactly as they were; what they write is a new 0600 file; an earlier file is
 # replaced only with a note; a failed export leaves the earlier file whole.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fleet alerting rules (scripts/prometheus/platoon.rules.yml, issue 15):
+# The fleet alerting rules (scripts/prometheus/platoon.rules.yml):
 #  a. `promtool check rules` accepts the file;
 #  b. `promtool test rules` passes tests/prometheus/platoon.rules.test.yml (synthetic series:
 #     every alert fires when it should, with its labels and annotations, and not before its
@@ -7,7 +7,7 @@
 #  c. every recording rule and alert of the file is exercised by that test file and shown in
 #     docs/exporter.md's "Alerting rules";
 #  d. every metric the rules read is one the exporter writes (a quoted name in tui/, the
-#     histograms' _bucket/_sum/_count included) or one of issue 15's planned cgroup/CPU families;
+#     histograms' _bucket/_sum/_count included) or one of the planned cgroup/CPU families;
 #  e. as root with a build: a live scrape of `platoon exporter` on a platoon-server under load
 #     holds every such existing series, and the epoll histogram's le="2" bucket the rules use;
 #  f. the alerts' thresholds are doctor's (scripts/prometheus/sync-thresholds.py), and, as root
@@ -61,7 +61,7 @@ done || exit 1
 echo "ok docs: every rule in docs/exporter.md"
 
 # d. Metric names read by the rules (comments left out; the rules' own names are platoon:...).
-planned=""  # every family the rules read is exported now (issue 15)
+planned=""  # every family the rules read is exported now
 sed 's/#.*//' "$rules" | grep -o 'platoon_[a-z0-9_]*' | sort -u > "$tmp/used"
 [ -s "$tmp/used" ] || fail "no metric names found in $rules"
 : > "$tmp/existing"
@@ -74,7 +74,7 @@ while read -r m; do
     grep -rqF "\"$base\"" "$root/tui" || fail "$m: the exporter has no family $base (tui/) and it is not a planned one"
     echo "$m" >> "$tmp/existing"; echo "ok exported: $m"
   elif grep -qw "$m" <<< "$planned"; then
-    echo "ok planned (issue 15): $m"
+    echo "ok planned: $m"
   else
     fail "$m: neither written by the exporter (tui/) nor one of the planned families"
   fi

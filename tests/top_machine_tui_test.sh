@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole machine in a real terminal (issue 15): `platoon top` with no target, in tmux at
+# The whole machine in a real terminal: `platoon top` with no target, in tmux at
 # 100x30, while two CPU hogs pinned to CPU 1 take turns on it (each runnable half the time, so
 # each waits ~50%: the truth is their own /proc/<pid>/schedstat). The process view ranks them
 # first by %WAIT; Enter opens a hog's threads, Enter again its detail, Esc goes back up each level.

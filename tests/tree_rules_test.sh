@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The tree's shape rules (issue 13), checked over the source files of the checkout (tracked, or
+# The tree's shape rules, checked over the source files of the checkout (tracked, or
 # new and not ignored; deleted ones are left out):
 #  a. nothing under bpf/, runtime/ or server/ includes anything from tui/ (the layers point down);
 #  b. no source file (.c .cpp .h .hpp) outside tests/ is over 800 lines;

@@ -1,4 +1,4 @@
-// Following forks (issue 12, defect 3): a shell target that starts a multi-threaded program.
+// Following forks: a shell target that starts a multi-threaded program.
 // With follow_forks the grandchild's threads are in the snapshot with the switch counts the
 // kernel keeps in /proc/<pid>/task/<tid>/status; without it they are not there at all.
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-// Losses that are counted, produced for real (issue 12): a small pair map under churn with
+// Losses that are counted, produced for real: a small pair map under churn with
 // aging (defect 7), a small thread map under thread churn, a ring buffer too small for a switch
 // storm, and switch-ins on CPUs beyond the per-CPU slots.
 #include <sys/eventfd.h>

@@ -1,4 +1,4 @@
-// Output paths as root (issue 12, defect 1): what platoon writes may only ever be a new 0600
+// Output paths as root: what platoon writes may only ever be a new 0600
 // regular file; device nodes, fifos, sockets, directories and symlinks at the last component
 // are refused with one line and left exactly as they were.
 #include "tui/outputs/output_file.hpp"

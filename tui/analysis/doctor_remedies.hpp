@@ -1,4 +1,4 @@
-// Remedies in the target's own knobs (issue 15, capability 4). The doctor recognises what it
+// Remedies in the target's own knobs. The doctor recognises what it
 // looks at (bpf/collectors/runtime_detect.cpp: platoon-runtime by its USDT probes, a JVM by libjvm,
 // a Go binary by its build info) and each finding words its remedy through this table, so that a
 // JVM is told about jdk.virtualThreadScheduler.parallelism, not about platoon-server --pin.

@@ -30,7 +30,7 @@ struct LiveFlags {
   // --no-io: no epoll programs (record, top and the exporter; top also leaves them out when no
   // shown column needs them).
   // Most of what platoon costs a server is theirs, because a syscall tracepoint puts every
-  // syscall on the machine on the kernel's traced path (docs/benchmarks.md, run H6).
+  // syscall on the machine on the kernel's traced path (docs/benchmarks.md, "where the cost goes").
   void add_no_io(CLI::App& sub);
   void add_raw_tp(CLI::App& sub, LiveOptions& live);
   void add_verbose(CLI::App& sub, LiveOptions& live);

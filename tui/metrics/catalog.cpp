@@ -227,7 +227,7 @@ const Metric kCatalog[] = {
      .prom = {.at = 4, .name = "platoon_thread_wakeups_total", .help = "Times the thread was woken.",
               .counter = [](const ThreadSample& t) { return t.wakeups; }}},
 
-    // ---- why it waited (issue 15): the parts of %wait, bpf/wait_split.bpf.h ----
+    // ---- why it waited: the parts of %wait, bpf/wait_split.bpf.h ----
     {.key = "wait_contended_pct", .title = "%CONT", .width = 6, .unit = Unit::percent, .fields = kFieldWaitSplit,
      .value = [](auto&, auto& t) -> Value { return t.wait_split.contended_pct; },
      .process = [](auto&, auto& p) -> Value { return p.wait_split.contended_pct; },

@@ -5,9 +5,9 @@
 // screen, report text and JSON, the CSV header and rows and the exporter's per-thread families
 // are views over this list, so a new metric is one entry (docs/metrics.md shows one).
 //
-// Each output keeps its own order (`at`, 1-based; 0 = not shown there): the outputs predate the
-// catalog and their column orders are contracts (JSON keys, CSV columns, the screen the tests
-// read), so a new metric takes the next free position of each output it claims.
+// Each output keeps its own order (`at`, 1-based; 0 = not shown there): their column orders are
+// contracts (JSON keys, CSV columns, the screen users and tests read) that no catalog order can
+// change, so a new metric takes the next free position of each output it claims.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The report's sections about the machine and the container rather than the threads' own
-// counters (issue 15): why the threads waited (the wait split), each CPU's steal and interrupt
+// counters: why the threads waited (the wait split), each CPU's steal and interrupt
 // time, and the CPU cgroups with their quota and throttling. Text and JSON, from the Window.
 #pragma once
 

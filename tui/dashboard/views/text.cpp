@@ -321,7 +321,7 @@ std::vector<std::string> header_lines(const TopState& st) {
       l3 = "no runtime drains (not a platoon-runtime target, or --no-usdt)";
     }
   }
-  // What the machine and the container do (issue 15): after the drains, or first when a group
+  // What the machine and the container do: after the drains, or first when a group
   // is being throttled, which then explains most of the wait.
   const std::string machine = machine_summary(w);
   const bool throttled = std::any_of(w.cgroups.begin(), w.cgroups.end(), [](auto& g) { return g.throttled_periods > 0; });
