@@ -8,7 +8,7 @@ set -uo pipefail
 use_tmp it
 start_mock
 # A sanitized build serves a tenth of the rates (every request still checked).
-scale=1; sanitized && scale=10
+scale=1; sanitized "$bin/platoon-server" && scale=10
 
 # 1. Fixed rate, carrier and pool modes: no errors, achieved rate, and bodies verified by the server
 #    tests; here the load checks status and completeness of every response.
@@ -44,7 +44,7 @@ kill -INT "$spid"; wait "$spid"
 # 3. 10,000 concurrent connections: a fiber each. (A sanitized build: 100. ThreadSanitizer maps
 #    1.2 MB of trace per fiber and creates one in milliseconds: 10,000 failed with ENOMEM, and
 #    1,000 connected too slowly for any request to finish within the load's 5 s timeout.)
-many=10000; sanitized && many=100
+many=10000; sanitized "$bin/platoon-server" && many=100
 start_server --log many --carriers 2
 run_load --rate $((5000 / scale)) --connections "$many" --threads 2 \
   --duration 3 --warmup 3 --timeout 5 --json "$tmp/many.json" > "$tmp/many-load.txt" 2>&1 || fail "10k load failed"

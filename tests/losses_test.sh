@@ -29,7 +29,8 @@ wait "$rec" || { cat "$tmp/storm.err"; fail "record the storm"; }
 grep -q "events were lost" "$tmp/export.err" || { cat "$tmp/export.err"; fail "export does not say events were lost"; }
 # The surviving records agree with the aggregates: no thread has more running slices in the
 # timeline than it had switch-outs.
-python3 - "$tmp/storm.json" "$tmp/storm.chrome.json" <<'PY' || fail "storm report"
+san=0; sanitized && san=1
+python3 - "$tmp/storm.json" "$tmp/storm.chrome.json" "$san" <<'PY' || fail "storm report"
 import collections, json, sys
 d = json.load(open(sys.argv[1]))
 ev = json.load(open(sys.argv[2]))
@@ -38,7 +39,9 @@ slices = collections.Counter(e["tid"] for e in ev if e.get("ph") == "X" and e.ge
 outs = {t["tid"]: t["switches_voluntary"] + t["switches_involuntary"] for t in d["threads"]}
 # A sanitized platoon's held child (platoon's image until it execs the command) starts the
 # sanitizer's own thread, which exec ends in its second slice: platoon's, not the command's.
-held = {t["tid"] for t in d["threads"] if t["comm"] == "platoon"}
+# Only there, and only such a thread (exited, not the process's first); a plain build has none.
+held = {t["tid"] for t in d["threads"] if t["comm"] == "platoon" and t["exited"] and t["tid"] != t["pid"]}
+assert sys.argv[3] == "1" or not held, "platoon-named threads in a plain build's storm: %s" % sorted(held)
 lost = d["lost_events"]
 over = [(tid, n, outs.get(tid)) for tid, n in slices.items() if n > outs.get(tid, 0) + 1 and tid not in held]
 print("storm: lost_events %d, %d threads, %d running slices survived of %d switch-outs" %

@@ -112,7 +112,10 @@ for mode in no-io full; do
   "$platoon" record -i 0.2 "${flags[@]}" -o "$tmp/$mode.trace" -- python3 -c "$epoll_loop" 2> "$tmp/$mode.err" & rec=$!; bg+=($rec)
   # "recording" is said once every program is attached (a sanitized build takes seconds).
   wait_started "$tmp/$mode.err" "recording" "record $mode"
-  bpftool prog show > "$tmp/$mode.progs"
+  # This recorder's programs only (their ids from its fds), not another platoon's.
+  ids=" $(cat /proc/"$rec"/fdinfo/* 2> /dev/null | awk '/^prog_id:/ { printf "%s ", $2 }')"
+  bpftool prog show | awk -v ids="$ids" '/^[0-9]+:/ { id = $1; sub(":", "", id); keep = index(ids, " " id " ") > 0 } keep' \
+    > "$tmp/$mode.progs"
   wait "$rec" || { cat "$tmp/$mode.err"; fail "record $mode"; }
   "$platoon" report "$tmp/$mode.trace" --format json > "$tmp/$mode.json" || fail "report of the $mode trace"
 done

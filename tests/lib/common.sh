@@ -10,9 +10,10 @@ platoon=$bin/platoon
 fail() { echo "FAIL: $*"; exit 1; }
 # skip MESSAGE: the test cannot run here; 77 is what the harness counts as a skip.
 skip() { echo "$*"; exit 77; }
-# sanitized: status 0 when the build's programs carry a sanitizer's runtime (make SAN=...). They
-# run several times slower there, so a test holds them to a rate or a CPU cost only without.
-sanitized() { grep -qaE '__(tsan|asan)_init' "$bin/platoon-server"; }
+# sanitized [BINARY]: status 0 when BINARY (default $platoon) carries a sanitizer's runtime
+# (make SAN=...). It runs several times slower then, so a test holds it to a rate, a time or a
+# memory cap only without.
+sanitized() { grep -qaE '__(tsan|asan)_init' "${1:-$platoon}"; }
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root ${1:-for BPF}"; }
 # require_cmd CMD [MESSAGE]: skip unless CMD is on PATH.
 require_cmd() { command -v "$1" > /dev/null || skip "${2:-needs $1}"; }
