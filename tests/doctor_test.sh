@@ -53,23 +53,28 @@ for name in (".snap-begin", ".snap-end"):
     t = time.monotonic_ns()
     print(t, " ".join(f"{k}:{ns}:{ours}" for k, (ns, ours) in threads().items()), flush=True)
 '
-# foreign_load NAME: "PCT WHAT" over run NAME's window, PCT the share of both CPUs' time that
-# went to threads outside run-benchmark.sh's tree (those that ended within it are not seen).
-foreign_load() {
+# watched NAME: "WALL_S OURS_S OTHER_S" over run NAME's window from the watcher's two reads: its
+# length, and the run time of the threads inside and outside run-benchmark.sh's tree (threads
+# that ended within the window are not seen).
+watched() {
   python3 - "$tmp/$1.cpu" <<'PY'
 import sys
 rows = [l.split() for l in open(sys.argv[1])]
 assert len(rows) == 2, rows
 (t0, *r0), (t1, *r1) = rows
-wall = (int(t1) - int(t0)) / 1e9
 parse = lambda r: {t: (int(ns), ours == "1") for t, ns, ours in (x.split(":") for x in r)}
 a, b = parse(r0), parse(r1)
-ours = sum(ns - a.get(t, (0,))[0] for t, (ns, mine) in b.items() if mine) / 1e9
-other = sum(ns - a.get(t, (0,))[0] for t, (ns, mine) in b.items() if not mine) / 1e9
-pct = 100 * other / (2 * wall)
-print(f"{pct:.2f} in {wall:.3f} s the benchmark's threads ran {ours:.3f} s, others {other:.3f} s: "
-      f"foreign load {pct:.2f}% of CPUs 0,1")
+ran = lambda want: sum(ns - a.get(t, (0,))[0] for t, (ns, mine) in b.items() if mine == want) / 1e9
+print(f"{(int(t1) - int(t0)) / 1e9:.6f} {ran(True):.6f} {ran(False):.6f}")
 PY
+}
+# foreign_load NAME: "PCT WHAT" over run NAME's window, PCT the share of both CPUs' time that
+# went to threads outside run-benchmark.sh's tree.
+foreign_load() {
+  local wall ours other
+  read -r wall ours other <<< "$(watched "$1")"
+  awk -v w="$wall" -v o="$ours" -v x="$other" 'BEGIN { p = 100 * x / (2 * w)
+    printf "%.2f in %.3f s the benchmark'"'"'s threads ran %.3f s, others %.3f s: foreign load %.2f%% of CPUs 0,1\n", p, w, o, x, p }'
 }
 # carrier_wait NAME: "PCT WHAT" over run NAME's window (the watcher's clock), PCT the largest
 # share of it a carrier spent runnable but not running, from the snapshots' schedstat run_delay.
@@ -77,15 +82,13 @@ PY
 # thread outside the benchmark ran: it then waited behind the server's own threads or away from
 # its CPU, which is the server's fault and no reason to skip.
 carrier_wait() {
-  python3 - "$tmp/$1/.snap-begin" "$tmp/$1/.snap-end" "$tmp/$1.cpu" <<'PY'
+  local wall ours other
+  read -r wall ours other <<< "$(watched "$1")"
+  python3 - "$tmp/$1/.snap-begin" "$tmp/$1/.snap-end" "$wall" "$other" <<'PY'
 import sys
 snap = lambda p: {l.split()[1]: l.split() for l in open(p)}
 s0, s1 = snap(sys.argv[1]), snap(sys.argv[2])
-rows = [l.split() for l in open(sys.argv[3])]
-window_s = (int(rows[1][0]) - int(rows[0][0])) / 1e9
-parse = lambda r: {t: (int(ns), ours == "1") for t, ns, ours in (x.split(":") for x in r)}
-a, b = parse(rows[0][1:]), parse(rows[1][1:])
-other_s = sum(ns - a.get(t, (0,))[0] for t, (ns, mine) in b.items() if not mine) / 1e9
+window_s, other_s = float(sys.argv[3]), float(sys.argv[4])
 waits = {r[2]: (int(r[6]) - int(s0[t][6])) / 1e9 for t, r in s1.items() if t in s0 and r[2].startswith("carrier")}
 assert waits, "no carrier in the snapshots"
 worst = max(waits.values())
