@@ -3,7 +3,7 @@
 # Idempotent: when everything is present it does nothing and touches no network.
 # apt-get update runs only when at least one package is missing.
 # Every command a test, the demo or a script calls comes from a package listed here or from
-# Debian's required set (tests/install_deps_test.sh checks it); `--list` prints the list.
+# Debian's required set (tests/project/install_deps_test.sh checks it); `--list` prints the list.
 set -euo pipefail
 
 PKGS=(
@@ -21,7 +21,7 @@ PKGS=(
   libcli11-dev libfmt-dev libncurses-dev
   # tests and benchmarks: pgrep/ps/sysctl (procps), readelf (binutils), /usr/bin/time,
   # jq for the bench summary, git (the file list) and ctags (function lengths) for
-  # tests/tree_rules_test.sh
+  # tests/project/tree_rules_test.sh
   libgtest-dev libgmock-dev tmux sysstat linux-perf bpftrace protobuf-compiler
   procps binutils time jq git universal-ctags
   # promtool checks the exporter's exposition and the alerting rules (the prometheus package ships it)

@@ -2,7 +2,7 @@
 # Runs every test of a build and ends with the line "N passed, M failed, K skipped", each skipped
 # test listed above it with its one-line reason.
 # usage: scripts/run-tests.sh BUILD_DIR [GTEST_FILTER [SHELL_GLOB]]
-#   GTEST_FILTER picks GoogleTests (default *), SHELL_GLOB the shell tests tests/GLOB_test.sh
+#   GTEST_FILTER picks GoogleTests (default *), SHELL_GLOB the shell tests tests/*/GLOB_test.sh
 #   (default *; "none" runs none). GTEST_SECONDS (900) and SHELL_TEST_SECONDS (600) bound each
 #   GoogleTest binary and each shell test.
 #
@@ -133,8 +133,9 @@ PY
   fi
 done
 
-# Shell tests: tests/*.sh, each one test, exit 0 = pass, 77 = skipped (its last line the reason).
-for t in "$root"/tests/${shell_glob}_test.sh; do
+# Shell tests: tests/GROUP/*_test.sh (grouped as the GoogleTest suites are), each one test,
+# exit 0 = pass, 77 = skipped (its last line the reason).
+for t in "$root"/tests/*/${shell_glob}_test.sh; do
   [ -f "$t" ] || continue
   name=$(basename "$t" .sh)
   echo "== $name"

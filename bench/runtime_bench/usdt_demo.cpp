@@ -1,5 +1,5 @@
 // --usdt-demo SECONDS: fibers that yield, sleep, park and unpark on two carriers for that long,
-// so that the runtime's USDT probes fire for a tracer (tests/usdt_test.sh).
+// so that the runtime's USDT probes fire for a tracer (tests/bpf/usdt_test.sh).
 #include <atomic>
 #include <chrono>
 #include <cstdint>

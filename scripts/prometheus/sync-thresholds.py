@@ -11,7 +11,7 @@ show each alert's expression as the rules file has it.
   sync-thresholds.py            check; one line per disagreement, exit 1 if there is any
   sync-thresholds.py --write    rewrite the rules file's thresholds from the header, then check
 
-Run by tests/prometheus_rules_test.sh. After changing a doctor threshold, --write, then move the
+Run by tests/prometheus/prometheus_rules_test.sh. After changing a doctor threshold, --write, then move the
 synthetic series of tests/prometheus/platoon.rules.test.yml that sit just above and just below
 it, and the "why this threshold" column of docs/exporter.md.
 """

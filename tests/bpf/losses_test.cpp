@@ -32,7 +32,7 @@ uint64_t woken_by_sum(const model::Snapshot& s, pid_t tid) {
 // One long-lived thread T, woken through an eventfd by a stream of short-lived threads (one
 // wake each, so one new WOKEN_BY pair each). 128 pair slots, ~300 distinct wakers over 8 s:
 // without aging the map is full after ~3 s and every later pair is lost. The same as
-// tests/losses_test.sh's churn through `record` (400 wakers, 200 slots, 2 s), scaled down.
+// tests/bpf/losses_test.sh's churn through `record` (400 wakers, 200 slots, 2 s), scaled down.
 TEST_F(LossesTest, IdlePairsAgeOutAndKeepTheirCounts) {
   CollectorOptions o;
   o.pairs_max = 128;

@@ -1,7 +1,7 @@
 // Small hostile recordings must cost time and memory linear in their size. Each test writes one
 // adversarial shape with the real TraceWriter and checks the in-process part (reader +
 // RecordingWindow); with PLATOON_HOSTILE_DIR set the files are kept there, and
-// tests/hostile_recording_test.sh runs every consumer on them under time and memory limits.
+// tests/model/hostile_recording_test.sh runs every consumer on them under time and memory limits.
 // Every file carries a few raw events beside its hostile snapshots, so that the event exports
 // (chrome, perfetto) read the snapshots too instead of refusing a file without events.
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // The observer-cost arithmetic (tui/analysis/observer_cost.hpp) on readings with known answers:
 // rates per program and in total, the recorder's CPU, unknown stats never read as free, the
 // trace note written and read back exactly, and where the cost shows up: report text and JSON
-// and the exporter's self-metrics (top's header: tests/observer_cost_test.sh).
+// and the exporter's self-metrics (top's header: tests/bpf/observer_cost_test.sh).
 #include "tui/analysis/observer_cost.hpp"
 
 #include <gtest/gtest.h>

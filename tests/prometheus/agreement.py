@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The alerting rules and `platoon doctor` on one live target (tests/prometheus_rules_test.sh).
+"""The alerting rules and `platoon doctor` on one live target (tests/prometheus/prometheus_rules_test.sh).
 
   agreement.py scrape URL DIR N GAP_S
       GET URL N times GAP_S apart: DIR/NN.prom, and DIR/times (monotonic ns of each scrape).
