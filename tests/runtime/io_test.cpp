@@ -246,6 +246,28 @@ TEST(IoTest, EchoManyClientsManySizesAcrossTwoCarriers) {
   std::printf("  echo: %d clients, %lld bytes each way in %.0f ms\n", kClients + kBigClients, expected, elapsed);
 }
 
+// One connection between two fibers of `r`: `server(socket, accept_error)` on carrier 1 with
+// the accepted socket, `client(socket, connect_error)` on carrier 0 with the connected one.
+// False when either is not done in time (the client 20 s, then the server 5 s).
+template <class Server, class Client>
+bool run_pair(rt::Runtime& r, rt::Socket& listener, uint16_t port, Server server, Client client) {
+  auto srv = r.spawn_joinable(
+      [&] {
+        int e = 0;
+        rt::Socket s = listener.accept(5s, e);
+        server(s, e);
+      },
+      rt::on_carrier(1));
+  auto cli = r.spawn_joinable(
+      [&] {
+        int e = 0;
+        rt::Socket s = rt::Socket::connect_tcp("127.0.0.1", port, 5s, e);
+        client(s, e);
+      },
+      rt::on_carrier(0));
+  return join_within(cli, 20s) && join_within(srv, 5s);
+}
+
 TEST(IoTest, PeerCloseGivesEofAndWriteAfterResetFails) {
   Watchdog dog(30s);
   std::atomic<int> read_n{-2}, read_err{-1}, accepted{0};
@@ -253,19 +275,14 @@ TEST(IoTest, PeerCloseGivesEofAndWriteAfterResetFails) {
   rt::Runtime r(carrier_mode());
   LISTEN_LOOPBACK(listener, port);
   // Server on carrier 1: accept, then close at once.
-  auto srv = r.spawn_joinable(
-      [&] {
-        int e = 0;
-        rt::Socket s = listener->accept(5s, e);
+  ASSERT_TRUE(run_pair(
+      r, *listener, port,
+      [&](rt::Socket& s, int e) {
         if (e == 0) accepted.fetch_add(1);
         rt::this_fiber::sleep_for(20ms);  // let the client park in read first
         s.close();
       },
-      rt::on_carrier(1));
-  auto cli = r.spawn_joinable(
-      [&] {
-        int e = 0;
-        rt::Socket s = rt::Socket::connect_tcp("127.0.0.1", port, 5s, e);
+      [&](rt::Socket& s, int e) {
         if (e != 0) { read_err.store(e); return; }
         char buf[16];
         rt::IoResult res = s.read(buf, sizeof buf, 5s);  // parks until the peer's FIN
@@ -276,10 +293,7 @@ TEST(IoTest, PeerCloseGivesEofAndWriteAfterResetFails) {
         rt::IoResult w{0, 0};
         for (int i = 0; i < 20 && w.ok(); ++i) w = s.write_all(big.data(), big.size(), 2s);
         write_err.store(w.err);
-      },
-      rt::on_carrier(0));
-  ASSERT_TRUE(join_within(cli, 20s));
-  ASSERT_TRUE(join_within(srv, 5s));
+      }));
   EXPECT_EQ(accepted.load(), 1);
   EXPECT_EQ(read_err.load(), 0) << rt::errno_message(read_err.load());
   EXPECT_EQ(read_n.load(), 0) << "read after the peer closed must return 0 (EOF)";
@@ -302,10 +316,9 @@ TEST(IoTest, ReadTimeoutReturnsEtimedoutAfterTheTimeout) {
   rt::Runtime r(carrier_mode());
   LISTEN_LOOPBACK(listener, port);
   // Server: accepts, keeps quiet while the client times out, then sends one byte late.
-  auto srv = r.spawn_joinable(
-      [&] {
-        int e = 0;
-        rt::Socket s = listener->accept(5s, e);
+  ASSERT_TRUE(run_pair(
+      r, *listener, port,
+      [&](rt::Socket& s, int e) {
         if (e != 0) return;
         while (!release.load()) rt::this_fiber::sleep_for(1ms);
         rt::this_fiber::sleep_for(30ms);
@@ -313,11 +326,7 @@ TEST(IoTest, ReadTimeoutReturnsEtimedoutAfterTheTimeout) {
         char b;
         s.read(&b, 1, 5s);  // wait for the client to hang up
       },
-      rt::on_carrier(1));
-  auto cli = r.spawn_joinable(
-      [&] {
-        int e = 0;
-        rt::Socket s = rt::Socket::connect_tcp("127.0.0.1", port, 5s, e);
+      [&](rt::Socket& s, int e) {
         if (e != 0) return;
         char b;
         for (size_t i = 0; i < timeouts.size(); ++i)
@@ -332,10 +341,7 @@ TEST(IoTest, ReadTimeoutReturnsEtimedoutAfterTheTimeout) {
         const auto t1 = Clock::now();
         rt::this_fiber::sleep_for(50ms);
         if (ms_since(t1) < 50.0) late_data_ok.store(false);
-      },
-      rt::on_carrier(0));
-  ASSERT_TRUE(join_within(cli, 20s));
-  ASSERT_TRUE(join_within(srv, 5s));
+      }));
   for (size_t i = 0; i < timeouts.size();) {
     size_t j = i;
     while (j < timeouts.size() && timeouts[j] == timeouts[i]) ++j;
@@ -369,17 +375,12 @@ TEST(IoTest, WriteTimeoutWhenPeerDoesNotRead) {
   std::atomic<bool> done{false};
   rt::Runtime r(carrier_mode());
   LISTEN_LOOPBACK(listener, port);
-  auto srv = r.spawn_joinable(
-      [&] {
-        int e = 0;
-        rt::Socket s = listener->accept(5s, e);
+  ASSERT_TRUE(run_pair(
+      r, *listener, port,
+      [&](rt::Socket&, int) {
         while (!done.load()) rt::this_fiber::sleep_for(2ms);  // never reads
       },
-      rt::on_carrier(1));
-  auto cli = r.spawn_joinable(
-      [&] {
-        int e = 0;
-        rt::Socket s = rt::Socket::connect_tcp("127.0.0.1", port, 5s, e);
+      [&](rt::Socket& s, int e) {
         if (e != 0) { werr.store(-e); done.store(true); return; }
         std::vector<char> big(64 << 20, 'y');  // far more than both socket buffers
         fill = time_call({}, [&] {
@@ -393,10 +394,7 @@ TEST(IoTest, WriteTimeoutWhenPeerDoesNotRead) {
         for (int i = 0; i < kTimingRuns; ++i)
           short_runs.push_back(time_call({}, [&] { return s.write_all(big.data(), big.size(), 5ms).err; }));
         done.store(true);
-      },
-      rt::on_carrier(0));
-  ASSERT_TRUE(join_within(cli, 20s));
-  ASSERT_TRUE(join_within(srv, 5s));
+      }));
   EXPECT_EQ(werr.load(), ETIMEDOUT) << rt::errno_message(werr.load());
   EXPECT_GT(wn.load(), 0) << "write_all reports the bytes it did write";
   EXPECT_LT(wn.load(), 64ll << 20);

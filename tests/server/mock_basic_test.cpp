@@ -57,6 +57,10 @@ class Client : public platoon::test::Conn {
     out = Conn::read_response(5000, raw);
     return out.status != 0;
   }
+  // Sends `request` on an open connection, then reads the first response: all must succeed.
+  bool ask(const std::string& request, Message& out, std::string* raw = nullptr) {
+    return ok() && send_all(request) && read_response(out, raw);
+  }
   // get() then read_response(): both must succeed.
   bool fetch(Message& out, const std::string& path, const std::string& extra_headers = "") {
     return get(path, extra_headers) && read_response(out);
@@ -252,10 +256,8 @@ TEST(MockBasic, MalformedGets400AndClose) {
   START_MOCK(mock, "--threads", "1", "--think-time-ms", "0");
   {
     Client c(mock.port());
-    ASSERT_TRUE(c.ok());
-    ASSERT_TRUE(c.send_all("THIS IS NOT HTTP\r\n\r\n"));
     Message m;
-    ASSERT_TRUE(c.read_response(m));
+    ASSERT_TRUE(c.ask("THIS IS NOT HTTP\r\n\r\n", m));
     EXPECT_EQ(m.status, 400);
     EXPECT_FALSE(m.keep_alive);
     EXPECT_TRUE(c.closed_by_peer());
@@ -263,10 +265,8 @@ TEST(MockBasic, MalformedGets400AndClose) {
   {
     // Answers owed before the garbage still come first, in order.
     Client c(mock.port());
-    ASSERT_TRUE(c.ok());
-    ASSERT_TRUE(c.send_all("GET /fruits HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nBad Header\r\n\r\n"));
     Message m;
-    ASSERT_TRUE(c.read_response(m));
+    ASSERT_TRUE(c.ask("GET /fruits HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\nBad Header\r\n\r\n", m));
     expect_fruits(m);
     ASSERT_TRUE(c.read_response(m));
     EXPECT_EQ(m.status, 400);
@@ -274,10 +274,8 @@ TEST(MockBasic, MalformedGets400AndClose) {
   }
   {
     Client c(mock.port());
-    ASSERT_TRUE(c.ok());
-    ASSERT_TRUE(c.send_all("GET /fruits HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n"));
     Message m;
-    ASSERT_TRUE(c.read_response(m));
+    ASSERT_TRUE(c.ask("GET /fruits HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n", m));
     EXPECT_EQ(m.status, 431);
     EXPECT_TRUE(c.closed_by_peer());
   }
@@ -287,12 +285,10 @@ TEST(MockBasic, MalformedGets400AndClose) {
 TEST(MockBasic, ConnectionCloseHonoured) {
   START_MOCK(mock, "--threads", "1", "--think-time-ms", "2");
   Client c(mock.port());
-  ASSERT_TRUE(c.ok());
   // Requests after the one that asked to close are not answered.
-  ASSERT_TRUE(c.send_all("GET /fruits HTTP/1.1\r\nConnection: close\r\n\r\nGET /health HTTP/1.1\r\n\r\n"));
   Message m;
   std::string raw;
-  ASSERT_TRUE(c.read_response(m, &raw));
+  ASSERT_TRUE(c.ask("GET /fruits HTTP/1.1\r\nConnection: close\r\n\r\nGET /health HTTP/1.1\r\n\r\n", m, &raw));
   expect_fruits(m);
   EXPECT_FALSE(m.keep_alive);
   EXPECT_NE(raw.find("\r\nConnection: close\r\n"), std::string::npos) << raw;

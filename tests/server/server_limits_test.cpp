@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "server/common/fruits.hpp"
@@ -267,6 +268,34 @@ std::unique_ptr<Child> start_address_capped(int backend_port, std::string* sanit
   return std::make_unique<Child>(via, args);
 }
 
+// A platoon-server under an address-space cap beside a fake backend, or the reason a test must
+// skip (`skip`): no prlimit(1), or a sanitizer's shadow memory. `heap_pad` (MALLOC_TOP_PAD_, or
+// null) is set while the server starts.
+struct CappedServer {
+  FakeBackend backend;
+  std::unique_ptr<Child> srv;
+  std::string skip;
+  int port = 0;
+
+  explicit CappedServer(const char* heap_pad) {
+    if (!std::filesystem::exists(kPrlimit)) {
+      skip = "needs prlimit(1)";
+      return;
+    }
+    raise_own_fd_limit();
+    std::string sanitizer;
+    {
+      OneMallocArena one;
+      std::optional<ScopedEnv> pad;
+      if (heap_pad) pad.emplace("MALLOC_TOP_PAD_", heap_pad);
+      srv = start_address_capped(backend.port(), &sanitizer);
+    }
+    if (!sanitizer.empty()) skip = skip_reason(sanitizer);
+    if (srv && skip.empty()) port = srv->wait_port();
+  }
+  std::string output() const { return srv ? srv->output() : "the server did not start"; }
+};
+
 // Opens 3x kStacks connections and holds them a second; returns how many the server dropped.
 int hold_three_times_the_room(int port) {
   std::vector<std::unique_ptr<Conn>> held;
@@ -283,23 +312,13 @@ int hold_three_times_the_room(int port) {
 }  // namespace
 
 TEST(ServerLimits, FibersWithoutStacksCostTheirConnectionNotTheServer) {
-  if (!std::filesystem::exists(kPrlimit)) GTEST_SKIP() << "needs prlimit(1)";
-  raise_own_fd_limit();
-  FakeBackend backend;
-  std::unique_ptr<Child> srv;
-  std::string sanitizer;
-  {
-    OneMallocArena one;
-    // The heap keeps 4 MB in hand from its first growth on, as under vm.max_map_count (the
-    // issue's case), where the heap grows in place while new mappings fail: the cap starves
-    // stacks, not malloc.
-    ScopedEnv heap_in_hand("MALLOC_TOP_PAD_", "4194304");
-    srv = start_address_capped(backend.port(), &sanitizer);
-  }
-  if (!sanitizer.empty()) GTEST_SKIP() << skip_reason(sanitizer);
-  ASSERT_TRUE(srv);
-  const int port = srv->wait_port();
-  ASSERT_GT(port, 0) << srv->output();
+  // The heap keeps 4 MB in hand from its first growth on, as under vm.max_map_count, where the
+  // heap grows in place while new mappings fail: the cap starves stacks, not malloc.
+  CappedServer capped("4194304");
+  if (!capped.skip.empty()) GTEST_SKIP() << capped.skip;
+  ASSERT_GT(capped.port, 0) << capped.output();
+  const auto& srv = capped.srv;
+  const int port = capped.port;
   const int dropped = hold_three_times_the_room(port);
   ASSERT_TRUE(alive(srv->pid())) << "the server died under stack pressure";
   EXPECT_GT(dropped, 0) << "no connection lacked a stack: the address-space cap did not bite";
@@ -313,19 +332,11 @@ TEST(ServerLimits, FibersWithoutStacksCostTheirConnectionNotTheServer) {
 // the request's own work (parsing the backend's JSON once wrote through RapidJSON's unchecked
 // null: SIGSEGV). Requests may fail then; the server must not.
 TEST(ServerLimits, MallocFailingCostsRequestsNotTheServer) {
-  if (!std::filesystem::exists(kPrlimit)) GTEST_SKIP() << "needs prlimit(1)";
-  raise_own_fd_limit();
-  FakeBackend backend;
-  std::unique_ptr<Child> srv;
-  std::string sanitizer;
-  {
-    OneMallocArena one;
-    srv = start_address_capped(backend.port(), &sanitizer);
-  }
-  if (!sanitizer.empty()) GTEST_SKIP() << skip_reason(sanitizer);
-  ASSERT_TRUE(srv);
-  const int port = srv->wait_port();
-  ASSERT_GT(port, 0) << srv->output();
+  CappedServer capped(nullptr);
+  if (!capped.skip.empty()) GTEST_SKIP() << capped.skip;
+  ASSERT_GT(capped.port, 0) << capped.output();
+  const auto& srv = capped.srv;
+  const int port = capped.port;
   EXPECT_GT(hold_three_times_the_room(port), 0) << "the address-space cap did not bite";
   ASSERT_TRUE(alive(srv->pid())) << "the server died under stack pressure";
   int answered = 0;
