@@ -4,24 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "tests/model/builders.hpp"
+#include "tests/model/doctor_helpers.hpp"
 #include "tui/analysis/doctor.hpp"
 
 namespace platoon::model::test {
 namespace {
 
 using namespace platoon::model::doctor;
-
-const Finding* finding(const Diagnosis& d, const std::string& id) {
-  for (const auto& f : d.findings)
-    if (f.id == id) return &f;
-  return nullptr;
-}
-bool skipped(const Diagnosis& d, const std::string& id) {
-  for (const auto& n : d.not_evaluated)
-    if (n.id == id) return true;
-  return false;
-}
-double num(const Object& o, const char* key) { return *find(o, key)->number(); }
 
 Diagnosis run(const Window& w, RuntimeKind runtime = RuntimeKind::other) {
   DoctorInput in;
@@ -84,7 +73,7 @@ TEST(DoctorThrottled, WarnOnPeriodsAloneAbsentWhenRareAbsentWithoutThrottling) {
   EXPECT_EQ(finding(run(throttled_box(100, 2, 0.5).window()), "cpu_throttled"), nullptr);
   const Diagnosis none = run(throttled_box(100, 0, 0, -1).window());
   EXPECT_EQ(finding(none, "cpu_throttled"), nullptr);
-  EXPECT_FALSE(skipped(none, "cpu_throttled"));
+  EXPECT_FALSE(not_evaluated(none, "cpu_throttled"));
 }
 
 TEST(DoctorThrottled, NotEvaluatedWithoutCgroups) {
@@ -92,9 +81,9 @@ TEST(DoctorThrottled, NotEvaluatedWithoutCgroups) {
   s.carrier(11, "carrier-0", 20, 1);
   const Diagnosis d = run(s.window());
   EXPECT_EQ(finding(d, "cpu_throttled"), nullptr);
-  EXPECT_TRUE(skipped(d, "cpu_throttled"));
-  EXPECT_TRUE(skipped(d, "vm_steal"));
-  EXPECT_TRUE(skipped(d, "irq_pressure"));
+  EXPECT_TRUE(not_evaluated(d, "cpu_throttled"));
+  EXPECT_TRUE(not_evaluated(d, "vm_steal"));
+  EXPECT_TRUE(not_evaluated(d, "irq_pressure"));
 }
 
 // Two CPUs over 10 s at 100 ticks/s: CPU 1 (the carrier's) gets `steal` and `irq` ticks of 1000.

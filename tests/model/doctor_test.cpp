@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "tests/model/builders.hpp"
+#include "tests/model/doctor_helpers.hpp"
 #include "tui/trace/trace_reader.hpp"
 
 namespace platoon::model::doctor {
@@ -118,22 +119,6 @@ Diagnosis run(const Window& w, const BatchTracker* batches = nullptr, DoctorInpu
   extra.batches = batches;
   if (!extra.ncpus) extra.ncpus = 2;
   return diagnose(extra);
-}
-
-const Finding* finding(const Diagnosis& d, const std::string& id) {
-  for (const auto& f : d.findings)
-    if (f.id == id) return &f;
-  return nullptr;
-}
-bool not_evaluated(const Diagnosis& d, const std::string& id) {
-  for (const auto& n : d.not_evaluated)
-    if (n.id == id) return true;
-  return false;
-}
-double num(const Object& o, const char* key) {
-  const Value* v = find(o, key);
-  EXPECT_TRUE(v && v->number()) << key;
-  return v && v->number() ? *v->number() : -1;
 }
 
 

@@ -7,6 +7,8 @@
 // Carriers are found, not named: a thread whose comm starts with "carrier", or that drains
 // runtime fiber queues, or that makes epoll wait calls without being the poller that wakes the
 // others (a nginx worker or any event loop counts).
+//
+// The checks themselves are one list, with what each needs: doctor_checks.hpp.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +21,8 @@
 #include <variant>
 #include <vector>
 
+#include "bpf/snapshot/runtime_kind.hpp"
 #include "tui/analysis/doctor_batches.hpp"
-#include "tui/analysis/doctor_remedies.hpp"
 #include "tui/analysis/doctor_thresholds.hpp"
 #include "tui/analysis/window.hpp"
 

@@ -48,7 +48,7 @@ struct ThreadBatches {
   BatchStats drain;            // queue depth at drain start
   uint64_t preemptions = 0;    // switched out while runnable
   // The wait split by what ended it: a switch from the idle task is the CPU waking up (about
-  // 10 µs per wakeup in this VM, booked as run time by schedstat and pidstat); a switch from
+  // 10 µs per wakeup in docs/doctor.md's benchmark runs, kernel 6.18, booked as run time by schedstat and pidstat); a switch from
   // another task is the thread waiting for that task, which is what pinning and cpusets cure.
   uint64_t waits = 0;
   uint64_t wait_ns = 0;

@@ -21,8 +21,6 @@ struct Remedies {
   std::string share_queues() const;
   // How to keep each carrier on one CPU.
   std::string pin_carriers() const;
-  // How to take CPUs away from everything else (works for anything).
-  std::string isolate_cpus() const;
   // How to give the poller (the thread that wakes the carriers) priority or its own CPU.
   std::string poller_priority() const;
 };

@@ -1,5 +1,5 @@
 // platoon doctor's thresholds: every limit a finding is held against, with why it sits where it
-// does (doctor.hpp has the findings, doctor_batches.hpp the raw-event analysis that uses some).
+// does (doctor_checks.hpp lists the findings, doctor_batches.hpp the raw-event analysis that uses some).
 #pragma once
 
 #include <cstdint>
@@ -7,9 +7,10 @@
 namespace platoon::model::doctor {
 
 // carrier_waiting. The seed's unpinned carriers waited 11% of the time and its pinned ones 2%.
-// On this 2-vCPU VM an unpinned carrier sharing both CPUs with the mock and the load waits 6-8%
-// behind other tasks, and a pinned one alone on its CPU 0.3%; its whole tracepoint wait is
-// still ~6% there, all of it the CPU waking from idle (~8 µs per wakeup, which schedstat books
+// In docs/doctor.md's two scripts/run-benchmark.sh runs (a 2-vCPU Firecracker VM, kernel 6.18)
+// an unpinned carrier sharing both CPUs with the mock and the load waits 6-8% behind other
+// tasks, and a pinned one alone on its CPU 0.3%; the pinned one's whole tracepoint wait is
+// still ~6%, all of it the CPU waking from idle (~8 µs per wakeup, which schedstat books
 // as run time), so with raw events the limit is held against the contended part only. 3% sits
 // clear of the pinned case; at 10% a tenth of the time the carrier's whole queue is stalled.
 inline constexpr double kWaitPctWarn = 3.0;
@@ -23,7 +24,7 @@ inline constexpr double kMigrationShareWarn = 2.0;     // % of switch-ins that c
 inline constexpr double kMigrationsPerSCritical = 100.0;
 
 // platoon_effect. A wait at least this long before a cycle counts as "long": ten times the
-// wakeup latency of an idle CPU (~10-12 µs p50 here), and long enough for events to pile up at
+// wakeup latency of an idle CPU (~10-12 µs p50 in those runs), and long enough for events to pile up at
 // a few thousand requests per second per carrier.
 inline constexpr uint64_t kLongWaitNs = 100'000;
 // At least this many cycles after long waits and after short ones, or the means are noise.

@@ -24,6 +24,8 @@ inline constexpr int kExitUsage = 2;
 
 // "platoon CMD: MSG" on stderr; returns kExitUsage. cmd empty: "platoon: MSG".
 int usage_error(const std::string& cmd, const std::string& msg);
+// The same line for a command that was used rightly and could not finish; returns kExitFailure.
+int command_failure(const std::string& cmd, const std::string& msg);
 
 // What runs a subcommand once the line is parsed; `command` is what followed "--".
 using CommandRun = std::function<int(const std::vector<std::string>& command)>;

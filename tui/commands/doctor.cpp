@@ -201,10 +201,7 @@ doc::Diagnosis diagnose(Run& run) {
   return doc::diagnose(run.input);
 }
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "platoon doctor: %s\n", msg.c_str());
-  return kExitFailure;
-}
+int fail(const std::string& msg) { return command_failure("doctor", msg); }
 
 }  // namespace
 

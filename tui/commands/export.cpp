@@ -25,10 +25,7 @@
 namespace platoon::cli {
 namespace {
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "platoon export: %s\n", msg.c_str());
-  return kExitFailure;
-}
+int fail(const std::string& msg) { return command_failure("export", msg); }
 
 // The output is written next to OUT under a temporary name (a new 0600 file) and renamed into
 // place only when complete: a bad input or a full disk never leaves a half-written OUT (or

@@ -147,22 +147,18 @@ class Exporter {
 }  // namespace
 
 int run_exporter(const ExporterOptions& opt) {
-  auto fail = [](int code, const std::string& msg) {
-    std::fprintf(stderr, "platoon exporter: %s\n", msg.c_str());
-    return code;
-  };
   std::string error;
   // The address first: a typo or a taken port fails before BPF is loaded or a command started.
   bool bad_address = false;
   auto listener = HttpListener::open(opt.listen, error, bad_address);
-  if (!listener) return fail(bad_address ? kExitUsage : kExitFailure, error);
+  if (!listener) return bad_address ? usage_error("exporter", error) : command_failure("exporter", error);
 
   // Without raw events: the exporter reads the in-kernel aggregates at scrape time only. The
   // listener's event loop takes the stop signals.
   auto session = LiveSession::open(opt.live, {.record_events = false, .stop_signals = false}, error);
-  if (!session) return fail(kExitFailure, error);
+  if (!session) return command_failure("exporter", error);
   if (!session->note().empty()) std::fprintf(stderr, "platoon exporter: %s\n", session->note().c_str());
-  if (!session->release(error)) return fail(kExitFailure, error);
+  if (!session->release(error)) return command_failure("exporter", error);
 
   std::fprintf(stderr, "platoon exporter: %s, source %s, listening on %s (GET /metrics)\n",
                opt.live.target.describe().c_str(), session->source_line().c_str(), listener->bound_address().c_str());

@@ -62,10 +62,7 @@ std::string fmt_seconds(uint64_t ns) {
   return buf;
 }
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "platoon record: %s\n", msg.c_str());
-  return kExitFailure;
-}
+int fail(const std::string& msg) { return command_failure("record", msg); }
 
 // The recording once it runs: raw events as they come, a snapshot per interval, until the
 // duration, a stop signal, the command's end or a write error.

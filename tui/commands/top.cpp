@@ -28,10 +28,7 @@ namespace platoon::cli {
 
 namespace {
 
-int fail(const std::string& msg) {
-  std::fprintf(stderr, "platoon top: %s\n", msg.c_str());
-  return kExitFailure;
-}
+int fail(const std::string& msg) { return command_failure("top", msg); }
 
 // Where the loop's snapshots come from: exactly one of a live session and a recording.
 struct Feed {

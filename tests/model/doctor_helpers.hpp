@@ -1,0 +1,31 @@
+// What doctor's tests ask of a Diagnosis: a finding by id, whether a check was not evaluated, and
+// a number of its evidence or threshold (a missing or non-numeric key fails the test).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tui/analysis/doctor.hpp"
+
+namespace platoon::model::doctor {
+
+inline const Finding* finding(const Diagnosis& d, const std::string& id) {
+  for (const auto& f : d.findings)
+    if (f.id == id) return &f;
+  return nullptr;
+}
+
+inline bool not_evaluated(const Diagnosis& d, const std::string& id) {
+  for (const auto& n : d.not_evaluated)
+    if (n.id == id) return true;
+  return false;
+}
+
+inline double num(const Object& o, const char* key) {
+  const Value* v = find(o, key);
+  EXPECT_TRUE(v && v->number()) << key;
+  return v && v->number() ? *v->number() : -1;
+}
+
+}  // namespace platoon::model::doctor
