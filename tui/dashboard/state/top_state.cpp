@@ -49,6 +49,20 @@ size_t step_row(int current, int delta, size_t n) {
   return static_cast<size_t>(i);
 }
 
+// Orders rows by one column, the name column by text and the others by value (descending when
+// `desc`); ties fall back to the id so that equal rows keep their order between refreshes.
+template <class Row, class Value, class Id>
+void sort_rows(std::vector<const Row*>& rows, bool by_name, bool desc, Value value, Id id) {
+  std::stable_sort(rows.begin(), rows.end(), [&](const Row* a, const Row* b) {
+    if (by_name && a->comm != b->comm) return desc ? a->comm > b->comm : a->comm < b->comm;
+    if (!by_name) {
+      const double va = value(*a), vb = value(*b);
+      if (va != vb) return desc ? va > vb : va < vb;
+    }
+    return id(*a) < id(*b);
+  });
+}
+
 }  // namespace
 
 std::span<const ColumnInfo> columns() {
@@ -155,17 +169,9 @@ std::vector<const ThreadWindow*> TopState::rows() const {
   for (const auto& t : window_.threads)
     if ((!open_pid_ || t.pid == *open_pid_) && icontains(t.comm, filter_)) out.push_back(&t);
   const Column c = sort_;
-  const bool desc = desc_;
-  // Ties fall back to tid so that equal rows keep a stable order between refreshes.
   const Window& w = window_;
-  std::stable_sort(out.begin(), out.end(), [c, desc, &w](const ThreadWindow* a, const ThreadWindow* b) {
-    if (c == Column::name && a->comm != b->comm) return desc ? a->comm > b->comm : a->comm < b->comm;
-    if (c != Column::name) {
-      const double va = sort_value(c, *a, w), vb = sort_value(c, *b, w);
-      if (va != vb) return desc ? va > vb : va < vb;
-    }
-    return a->tid < b->tid;
-  });
+  sort_rows(out, c == Column::name, desc_, [c, &w](const ThreadWindow& t) { return sort_value(c, t, w); },
+            [](const ThreadWindow& t) { return t.tid; });
   return out;
 }
 
@@ -204,16 +210,10 @@ std::vector<const ProcessWindow*> TopState::process_rows() const {
   for (const auto& p : window_.processes)
     if (icontains(p.comm, filter_)) out.push_back(&p);
   const ProcColumn c = process_sort_;
-  const bool desc = process_desc_;
   const Window& w = window_;
-  std::stable_sort(out.begin(), out.end(), [c, desc, &w](const ProcessWindow* a, const ProcessWindow* b) {
-    if (c == ProcColumn::command && a->comm != b->comm) return desc ? a->comm > b->comm : a->comm < b->comm;
-    if (c != ProcColumn::command) {
-      const double va = process_sort_value(c, *a, w), vb = process_sort_value(c, *b, w);
-      if (va != vb) return desc ? va > vb : va < vb;
-    }
-    return a->pid < b->pid;
-  });
+  sort_rows(out, c == ProcColumn::command, process_desc_,
+            [c, &w](const ProcessWindow& p) { return process_sort_value(c, p, w); },
+            [](const ProcessWindow& p) { return p.pid; });
   return out;
 }
 
