@@ -14,11 +14,24 @@
 // as they are, with nothing to toggle.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <vector>
 
-#include "bpf/snapshot/source.hpp"
+#include "bpf/snapshot/bpf_cost.hpp"
+
+namespace platoon::model {
+
+// How a live source has the kernel count its programs' run time: an option of the producers
+// (sources.hpp), which the cost readings they hand out reflect.
+enum class BpfStatsMode : uint8_t {
+  off,       // --no-bpf-stats: counted only if someone else turned the stats on
+  sampled,   // on for kStatsSampleOnNs of every kStatsSamplePeriodNs (the default)
+  always,    // --bpf-stats-always: on for as long as the source lives
+};
+
+}  // namespace platoon::model
 
 namespace platoon::bpf {
 

@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "bpf/snapshot/cgroup_cpu.hpp"
+#include "bpf/collectors/cgroup_cpu_reader.hpp"
 
 namespace platoon::bpf {
 namespace {

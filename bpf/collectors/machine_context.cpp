@@ -5,8 +5,8 @@
 #include <string>
 #include <unordered_map>
 
-#include "bpf/snapshot/cgroup_cpu.hpp"
-#include "bpf/snapshot/cpu_times.hpp"
+#include "bpf/collectors/cgroup_cpu_reader.hpp"
+#include "bpf/collectors/proc_stat.hpp"
 
 namespace platoon::bpf {
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/collectors/bpf_cost_sampler.hpp"
 #include "bpf/collectors/collector.hpp"
 #include "bpf/snapshot/source.hpp"
 

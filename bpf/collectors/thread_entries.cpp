@@ -53,18 +53,14 @@ void read_walk(bpf_link* link, std::vector<platoon_thread_stats>* out, std::stri
 
 }  // namespace
 
-void ThreadEntries::plan(platoon_bpf* skel, bool task_storage, uint32_t threads_max) {
-  const uint32_t bound = std::max<uint32_t>(threads_max, 1);
-  skel->rodata->targ_task_storage = task_storage;
-  skel->rodata->targ_threads_max = bound;
-  bpf_program__set_autoload(skel->progs.dump_threads, task_storage);
+void ThreadEntries::shape_maps(platoon_bpf* skel, bool task_storage, uint32_t threads_max) {
   if (task_storage) {
-    bpf_map__set_max_entries(skel->maps.exited_stats, bound);
+    bpf_map__set_max_entries(skel->maps.exited_stats, threads_max);
     bpf_map__set_max_entries(skel->maps.stats, 1);
   } else {
     make_unused_hash(skel->maps.thread_store);
     bpf_map__set_max_entries(skel->maps.exited_stats, 1);
-    bpf_map__set_max_entries(skel->maps.stats, bound);
+    bpf_map__set_max_entries(skel->maps.stats, threads_max);
   }
 }
 

@@ -24,9 +24,10 @@ namespace platoon::bpf {
 
 class ThreadEntries {
  public:
-  // Before load: sizes and types the maps of both places for the chosen one (the other is
-  // kept to one entry: the programs still name it, in code the verifier drops).
-  static void plan(platoon_bpf* skel, bool task_storage, uint32_t threads_max);
+  // Before load (from apply_plan, load_plan.hpp): sizes and types the maps of both places for
+  // the chosen one (the other is kept to one entry: the programs still name it, in code the
+  // verifier drops).
+  static void shape_maps(platoon_bpf* skel, bool task_storage, uint32_t threads_max);
 
   ThreadEntries(platoon_bpf* skel, bool task_storage) : skel_(skel), task_storage_(task_storage) {}
 

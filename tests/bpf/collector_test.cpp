@@ -35,6 +35,7 @@ int cpu_count() { return static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); }
 // Root and BTF or skip, open(), lost() and find(): tests/bpf/fixture.hpp.
 using CollectorTest = testing::BpfTest;
 using testing::find;
+using testing::header_of;
 using testing::lost;
 
 // ---- 1 and 6: two spinners sharing one CPU: wait ~ 50%, and = schedstat run_delay ----
@@ -239,20 +240,19 @@ TEST_F(CollectorTest, RingBufferSwitchRecordsMatchStats) {
   uint64_t outs = 0, ins = 0, wakeups = 0, wakeup_news = 0, wakings = 0, other = 0;
   std::vector<std::pair<uint64_t, bool>> stamps;  // the thread's switch records: stamp, is a switch-out
   auto sink = [&](const void* data, size_t size) {
-    platoon_event_header h;
-    if (size < sizeof h) return;
-    std::memcpy(&h, data, sizeof h);
-    if (h.type == PLATOON_EV_SWITCH && size >= sizeof(platoon_ev_switch)) {
+    const std::optional<platoon_event_header> h = header_of(data, size);
+    if (!h) return;
+    if (h->type == PLATOON_EV_SWITCH && size >= sizeof(platoon_ev_switch)) {
       platoon_ev_switch e;
       std::memcpy(&e, data, sizeof e);
       if (e.h.tid == tid) ++outs;
       if (e.next_tid == tid) ++ins;
       if (e.h.tid == tid) stamps.emplace_back(e.h.ts_ns, true);
       if (e.next_tid == tid) stamps.emplace_back(e.h.ts_ns, false);
-    } else if ((h.type == PLATOON_EV_WAKEUP || h.type == PLATOON_EV_WAKEUP_NEW) && h.tid == tid) {
+    } else if ((h->type == PLATOON_EV_WAKEUP || h->type == PLATOON_EV_WAKEUP_NEW) && h->tid == tid) {
       ++wakeups;
-      if (h.type == PLATOON_EV_WAKEUP_NEW) ++wakeup_news;
-    } else if (h.type == PLATOON_EV_WAKING && h.tid == tid) {
+      if (h->type == PLATOON_EV_WAKEUP_NEW) ++wakeup_news;
+    } else if (h->type == PLATOON_EV_WAKING && h->tid == tid) {
       ++wakings;
     } else {
       ++other;
@@ -297,25 +297,21 @@ TEST_F(CollectorTest, WokenByNamesTheWakingThread) {
   int turn = 0;
   constexpr int kRounds = 200;
   pid_t ping_tid = 0, pong_tid = 0;
+  // Takes the turns of one parity (ping the even ones, pong the odd), handing each to the other.
+  auto player = [&](pid_t* tid, int parity) {
+    return [&, tid, parity] {
+      *tid = this_tid();
+      for (int i = 0; i < kRounds; ++i) {
+        std::unique_lock lk(mu);
+        cv.wait(lk, [&] { return turn % 2 == parity; });
+        ++turn;
+        cv.notify_all();
+      }
+    };
+  };
   {
-    Worker ping([&] {
-      ping_tid = this_tid();
-      for (int i = 0; i < kRounds; ++i) {
-        std::unique_lock lk(mu);
-        cv.wait(lk, [&] { return turn % 2 == 0; });
-        ++turn;
-        cv.notify_all();
-      }
-    });
-    Worker pong([&] {
-      pong_tid = this_tid();
-      for (int i = 0; i < kRounds; ++i) {
-        std::unique_lock lk(mu);
-        cv.wait(lk, [&] { return turn % 2 == 1; });
-        ++turn;
-        cv.notify_all();
-      }
-    });
+    Worker ping(player(&ping_tid, 0));
+    Worker pong(player(&pong_tid, 1));
     ping.wait_parked();
     pong.wait_parked();
     const model::Snapshot snap = c->snapshot();

@@ -6,11 +6,16 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <numeric>
+#include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "bpf/collectors/collector.hpp"
+#include "bpf/platoon.h"
 #include "tests/bpf/workloads.hpp"
 
 namespace platoon::bpf::testing {
@@ -19,10 +24,36 @@ inline uint64_t lost(const model::Snapshot& s) {
   return std::accumulate(s.lost_events_per_cpu.begin(), s.lost_events_per_cpu.end(), uint64_t{0});
 }
 
+// A raw ring-buffer record's header; nullopt when the record is shorter than one.
+inline std::optional<platoon_event_header> header_of(const void* data, size_t size) {
+  if (size < sizeof(platoon_event_header)) return std::nullopt;
+  platoon_event_header h;
+  std::memcpy(&h, data, sizeof h);
+  return h;
+}
+
 inline const model::ThreadSample* find(const model::Snapshot& s, pid_t tid) {
   for (const auto& t : s.threads)
     if (t.tid == static_cast<uint32_t>(tid)) return &t;
   return nullptr;
+}
+
+// short_lived_thread_rounds (workloads.hpp) watched by `c`, a snapshot after each round: the
+// threads spawned, how many of them no snapshot showed, and the last snapshot.
+struct RoundsSeen {
+  std::vector<uint32_t> spawned;
+  size_t never = 0;
+  model::Snapshot last;
+};
+inline RoundsSeen snapshot_thread_rounds(Collector& c, int rounds, int threads, int sleeps, useconds_t us) {
+  RoundsSeen r;
+  std::set<uint32_t> seen;
+  r.spawned = platoon::testing::short_lived_thread_rounds(rounds, threads, sleeps, us, [&] {
+    r.last = c.snapshot();
+    for (const auto& t : r.last.threads) seen.insert(t.tid);
+  });
+  for (uint32_t tid : r.spawned) r.never += seen.count(tid) == 0;
+  return r;
 }
 
 class BpfTest : public ::testing::Test {

@@ -36,6 +36,22 @@ class KernelFeaturesTest : public BpfTest {
       for (const auto& n : c->notes()) std::printf("  note: %s\n", n.c_str());
     return c;
   }
+  // An open on this process that `inject` makes fail: whether it opened after all, and the
+  // error kind and message it gave.
+  struct Refusal {
+    bool opened = false;
+    OpenError kind = OpenError::none;
+    std::string message;
+  };
+  static Refusal open_refused(const char* inject) {
+    setenv("PLATOON_INJECT_LOAD_FAIL", inject, 1);
+    CollectorOptions o;
+    o.pids = {getpid()};
+    Refusal r;
+    r.opened = Collector::open(o, &r.kind, &r.message) != nullptr;
+    unsetenv("PLATOON_INJECT_LOAD_FAIL");
+    return r;
+  }
   static bool has_note(const Collector& c, const std::string& text) {
     for (const auto& n : c.notes())
       if (n.find(text) != std::string::npos) return true;
@@ -77,15 +93,9 @@ TEST_F(KernelFeaturesTest, TpBtfFailingToLoadFallsBackToRawTp) {
 }
 
 TEST_F(KernelFeaturesTest, NoProgramSetLoadingIsUnsupportedWithTheReason) {
-  setenv("PLATOON_INJECT_LOAD_FAIL", "tp_btf,raw_tp", 1);
-  CollectorOptions o;
-  o.pids = {getpid()};
-  OpenError kind = OpenError::none;
-  std::string message;
-  auto c = Collector::open(o, &kind, &message);
-  unsetenv("PLATOON_INJECT_LOAD_FAIL");
+  const auto [opened, kind, message] = open_refused("tp_btf,raw_tp");
   std::printf("  %s\n", message.c_str());
-  EXPECT_FALSE(c);
+  EXPECT_FALSE(opened);
   EXPECT_EQ(kind, OpenError::unsupported);
   EXPECT_NE(message.find("do not load on this kernel"), std::string::npos);
   EXPECT_NE(message.find("raw_tp: raw_tp programs failed to load"), std::string::npos);
@@ -150,12 +160,8 @@ TEST_F(KernelFeaturesTest, WithoutCapabilitiesTheRefusalCarriesTheKernelsErrno) 
 }
 
 TEST_F(KernelFeaturesTest, NoBootClockIsUnsupported) {
-  setenv("PLATOON_INJECT_LOAD_FAIL", "boot_clock", 1);
-  CollectorOptions o;
-  o.pids = {getpid()};
-  OpenError kind = OpenError::none;
-  std::string message;
-  EXPECT_FALSE(Collector::open(o, &kind, &message));
+  const auto [opened, kind, message] = open_refused("boot_clock");
+  EXPECT_FALSE(opened);
   EXPECT_EQ(kind, OpenError::unsupported);
   EXPECT_NE(message.find("bpf_ktime_get_boot_ns"), std::string::npos);
 }

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <vector>
 
@@ -99,15 +98,8 @@ TEST_F(LossesTest, FullThreadMapCountsThreadsNotEvents) {
   o.threads_max = 8;
   auto c = open(o);
   ASSERT_TRUE(c);
-  std::set<uint32_t> seen;
-  model::Snapshot s;
   // ~40 events each
-  const std::vector<uint32_t> spawned = short_lived_thread_rounds(5, 10, 20, 500, [&] {
-    s = c->snapshot();
-    for (const auto& t : s.threads) seen.insert(t.tid);
-  });
-  size_t never = 0;
-  for (uint32_t tid : spawned) never += seen.count(tid) == 0;
+  const auto [spawned, never, s] = snapshot_thread_rounds(*c, 5, 10, 20, 500);
   std::printf("  %zu threads spawned, %zu never tracked, untracked_threads %llu\n", spawned.size(), never,
               (unsigned long long)s.untracked_threads);
   EXPECT_GT(never, 10u) << "the map was full most of the time";
@@ -153,15 +145,12 @@ TEST_F(LossesTest, RingBufferOverflowIsCountedAndAggregatesStayExact) {
   bool ordered = true, well_formed = true;
   uint64_t total = 0;
   auto sink = [&](const void* data, size_t size) {
-    platoon_event_header h;
-    if (size < sizeof h) {
-      well_formed = false;
-      return;
-    }
-    std::memcpy(&h, data, sizeof h);
+    const std::optional<platoon_event_header> h = header_of(data, size);
+    well_formed &= h.has_value();
+    if (!h) return;
     ++total;
-    if (h.type < PLATOON_EV_SWITCH || h.type > PLATOON_EV_STEAL) well_formed = false;
-    if (h.type != PLATOON_EV_SWITCH) return;
+    if (h->type < PLATOON_EV_SWITCH || h->type > PLATOON_EV_STEAL) well_formed = false;
+    if (h->type != PLATOON_EV_SWITCH) return;
     platoon_ev_switch e;
     std::memcpy(&e, data, sizeof e);
     ordered &= e.h.ts_ns >= last_ts_on_cpu[e.h.cpu];

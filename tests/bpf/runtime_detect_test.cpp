@@ -157,6 +157,18 @@ ElfTraits traits_of_file(const fs::path& p) {
   return t;
 }
 
+// Waits until the kernel says C runs FILE, then holds the detector to KIND and FILE's ELF traits
+// to what that program carries (platoon's probes, Go's build info). The last step of a case.
+void expect_detected(Child& c, const fs::path& file, RuntimeKind kind, bool platoon_probes, bool go) {
+  ASSERT_TRUE(wait_for(c, std::chrono::seconds(20), [&] { return runs(c.pid(), file); })) << c.output();
+  EXPECT_EQ(detect_runtime(c.pid()), kind) << to_string(detect_runtime(c.pid()));
+  EXPECT_TRUE(c.alive()) << "it exited: " << c.output();
+  const ElfTraits t = traits_of_file(file);
+  EXPECT_TRUE(t.elf);
+  EXPECT_EQ(t.platoon_probes, platoon_probes);
+  EXPECT_EQ(t.go, go);
+}
+
 // ---- against live processes ----
 
 TEST(RuntimeDetect, PlatoonServerIsPlatoon) {
@@ -166,13 +178,7 @@ TEST(RuntimeDetect, PlatoonServerIsPlatoon) {
   ASSERT_FALSE(tmp.path().empty());
   // The backend need not answer: the server listens without it, and only its binary matters.
   Child c({server.string(), "--port", "0", "--backend", "127.0.0.1:1", "--carriers", "1"}, tmp.path() / "log");
-  ASSERT_TRUE(wait_for(c, std::chrono::seconds(20), [&] { return runs(c.pid(), server); })) << c.output();
-  EXPECT_EQ(detect_runtime(c.pid()), RuntimeKind::platoon) << to_string(detect_runtime(c.pid()));
-  EXPECT_TRUE(c.alive()) << "the server exited: " << c.output();
-  const ElfTraits t = traits_of_file(server);
-  EXPECT_TRUE(t.elf);
-  EXPECT_TRUE(t.platoon_probes);
-  EXPECT_FALSE(t.go);
+  expect_detected(c, server, RuntimeKind::platoon, /*platoon_probes=*/true, /*go=*/false);
 }
 
 TEST(RuntimeDetect, JavaIsJvm) {
@@ -217,13 +223,7 @@ TEST(RuntimeDetect, GoProgramIsGo) {
     ASSERT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "go build failed: " << build.output();
   }
   Child c({prog.string()}, dir / "log");
-  ASSERT_TRUE(wait_for(c, std::chrono::seconds(20), [&] { return runs(c.pid(), prog); })) << c.output();
-  EXPECT_EQ(detect_runtime(c.pid()), RuntimeKind::go) << to_string(detect_runtime(c.pid()));
-  EXPECT_TRUE(c.alive()) << c.output();
-  const ElfTraits t = traits_of_file(prog);
-  EXPECT_TRUE(t.elf);
-  EXPECT_TRUE(t.go);
-  EXPECT_FALSE(t.platoon_probes);
+  expect_detected(c, prog, RuntimeKind::go, /*platoon_probes=*/false, /*go=*/true);
 }
 
 TEST(RuntimeDetect, SleepIsOther) {
@@ -232,13 +232,7 @@ TEST(RuntimeDetect, SleepIsOther) {
   TempDir tmp;
   ASSERT_FALSE(tmp.path().empty());
   Child c({sleep.string(), "1000"}, tmp.path() / "log");
-  ASSERT_TRUE(wait_for(c, std::chrono::seconds(20), [&] { return runs(c.pid(), sleep); })) << c.output();
-  EXPECT_EQ(detect_runtime(c.pid()), RuntimeKind::other) << to_string(detect_runtime(c.pid()));
-  EXPECT_TRUE(c.alive());
-  const ElfTraits t = traits_of_file(sleep);
-  EXPECT_TRUE(t.elf);
-  EXPECT_FALSE(t.platoon_probes);
-  EXPECT_FALSE(t.go);
+  expect_detected(c, sleep, RuntimeKind::other, /*platoon_probes=*/false, /*go=*/false);
 }
 
 TEST(RuntimeDetect, NoSuchProcessIsOther) {

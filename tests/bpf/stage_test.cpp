@@ -45,18 +45,15 @@ TEST_F(BpfTest, AQuietCpusStagedRecordsArriveAtTheNextPoll) {
   std::map<uint16_t, uint64_t> last_ts_on_cpu;
   bool per_cpu_ordered = true;
   auto sink = [&](const void* p, size_t n) {
-    platoon_event_header h;
-    if (n < sizeof h) {
-      well_formed = false;
-      return;
+    const std::optional<platoon_event_header> h = header_of(p, n);
+    well_formed &= h.has_value();
+    if (!h) return;
+    well_formed &= n == platoon_event_size(h->type);
+    if (h->type == PLATOON_EV_SWITCH) {  // switch records never nest: one CPU's come in order
+      per_cpu_ordered &= h->ts_ns >= last_ts_on_cpu[h->cpu];
+      last_ts_on_cpu[h->cpu] = h->ts_ns;
     }
-    std::memcpy(&h, p, sizeof h);
-    well_formed &= n == platoon_event_size(h.type);
-    if (h.type == PLATOON_EV_SWITCH) {  // switch records never nest: one CPU's come in order
-      per_cpu_ordered &= h.ts_ns >= last_ts_on_cpu[h.cpu];
-      last_ts_on_cpu[h.cpu] = h.ts_ns;
-    }
-    if (h.type == PLATOON_EV_EPOLL && h.tid == static_cast<uint32_t>(w.tid())) {
+    if (h->type == PLATOON_EV_EPOLL && h->tid == static_cast<uint32_t>(w.tid())) {
       platoon_ev_epoll e;
       std::memcpy(&e, p, sizeof e);
       EXPECT_EQ(e.nevents, 1);

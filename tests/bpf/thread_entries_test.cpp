@@ -5,7 +5,6 @@
 // and nothing is counted as untracked while there is room.
 #include <atomic>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <vector>
 
@@ -15,7 +14,6 @@ namespace platoon::bpf::testing {
 namespace {
 
 using platoon::testing::read_voluntary;
-using platoon::testing::short_lived_thread_rounds;
 using platoon::testing::this_tid;
 
 class ThreadEntriesTest : public BpfTest, public ::testing::WithParamInterface<bool> {
@@ -66,14 +64,7 @@ TEST_P(ThreadEntriesTest, RoomComesBackAsExitsAreReported) {
   o.threads_max = 16;
   auto c = open_in_place(o);
   ASSERT_TRUE(c);
-  std::set<uint32_t> seen;
-  model::Snapshot s;
-  const std::vector<uint32_t> spawned = short_lived_thread_rounds(6, 10, 10, 300, [&] {
-    s = c->snapshot();
-    for (const auto& t : s.threads) seen.insert(t.tid);
-  });
-  size_t never = 0;
-  for (uint32_t tid : spawned) never += seen.count(tid) == 0;
+  const auto [spawned, never, s] = snapshot_thread_rounds(*c, 6, 10, 10, 300);
   EXPECT_EQ(spawned.size(), 60u);
   EXPECT_EQ(never, 0u);
   EXPECT_EQ(s.untracked_threads, 0u);

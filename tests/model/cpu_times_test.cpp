@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "bpf/snapshot/cpu_times.hpp"
+#include "bpf/collectors/proc_stat.hpp"
 #include "tui/outputs/prom_metrics.hpp"
 
 namespace platoon::model {

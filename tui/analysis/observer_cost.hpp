@@ -47,7 +47,7 @@ struct ObserverCost {
   std::string why;                             // how the stats were on, or why not
   uint64_t wall_ns = 0;
   double wall_s = 0;
-  // Sampled stats (model::BpfStatsMode::sampled): the time the kernel counted within the span.
+  // Sampled stats (CostReading::sampled): the time the kernel counted within the span.
   // The programs' runs and run time are then estimates for the whole span (counted × wall /
   // counted_ns); ns per run is exact either way. 0 when the stats were on throughout.
   uint64_t counted_ns = 0;

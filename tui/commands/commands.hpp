@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/collectors/bpf_cost_sampler.hpp"
 #include "bpf/snapshot/snapshot.hpp"
 #include "bpf/snapshot/source.hpp"
 #include "tui/commands/target.hpp"

@@ -369,9 +369,9 @@ void self_metrics(Out& out, const Snapshot& s, const PromScrapeInfo& info, const
 }
 
 // Per-CPU counters since boot, in seconds (the rules in scripts/prometheus/ rate() them): the
-// snapshot's own reading of /proc/stat, taken with its threads.
+// snapshot's own reading of /proc/stat, taken with its threads, in ticks of tick_ns.
 void cpu_families(Out& out, const Snapshot& s) {
-  if (s.cpus.empty()) return;
+  if (s.cpus.empty() || s.tick_ns == 0) return;
   struct CpuFamily {
     const char* name;
     const char* help;
@@ -382,7 +382,7 @@ void cpu_families(Out& out, const Snapshot& s) {
       {"platoon_cpu_irq_seconds_total", "Time this CPU spent in hardware interrupt handlers (/proc/stat irq).", &CpuTimes::irq},
       {"platoon_cpu_softirq_seconds_total", "Time this CPU spent in softirqs: network receive, timers, RCU (/proc/stat softirq).", &CpuTimes::softirq},
   };
-  const double tick = s.tick_ns ? static_cast<double>(s.tick_ns) / 1e9 : seconds_per_tick();
+  const double tick = static_cast<double>(s.tick_ns) / 1e9;
   for (const CpuFamily& f : families) {
     out.family(f.name, "counter", f.help);
     for (const CpuTimes& c : s.cpus)

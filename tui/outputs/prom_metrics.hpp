@@ -22,9 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "bpf/snapshot/cpu_times.hpp"
+#include "bpf/snapshot/bpf_cost.hpp"
 #include "bpf/snapshot/snapshot.hpp"
-#include "bpf/snapshot/source.hpp"
 
 namespace platoon::model {
 

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "bpf/snapshot/cgroup_cpu.hpp"
+#include "bpf/collectors/cgroup_cpu_reader.hpp"
 
 namespace platoon::model {
 namespace {

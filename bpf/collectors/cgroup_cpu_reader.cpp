@@ -1,4 +1,4 @@
-#include "bpf/snapshot/cgroup_cpu.hpp"
+#include "bpf/collectors/cgroup_cpu_reader.hpp"
 
 #include <charconv>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "bpf/snapshot/cpu_times.hpp"
+#include "bpf/collectors/proc_stat.hpp"
 
 #include <unistd.h>
 
