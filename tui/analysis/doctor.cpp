@@ -607,7 +607,7 @@ Diagnosis diagnose(const DoctorInput& in) {
     d.carriers.push_back(c.name(*t));
     d.carrier_wait.push_back({c.name(*t), t->tid, t->wait_pct,
                               w.has(kFieldWaitSplit) ? std::optional<WaitSplit>(t->wait_split) : std::nullopt,
-                              w.has(kFieldWaitIrq)});
+                              w.fields});
   }
   for (const auto& t : w.threads) c.target_pids.insert(t.pid);
 

@@ -1,7 +1,10 @@
 #include "tui/metrics/catalog.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
+#include <iterator>
+#include <utility>
 
 namespace platoon::model {
 
@@ -79,7 +82,7 @@ constexpr uint32_t kNoFields = 0;
 
 // Positions: TUI (main table, left to right), report (--vs rows), JSON (thread keys), CSV (after
 // interval_start_s,interval_end_s,pid,tid,comm), Prometheus (families, by PromRows group).
-const Metric kCatalog[] = {
+constexpr Metric kListed[] = {
     {.key = "tid", .title = "TID", .width = 7, .unit = Unit::id, .fields = kNoFields,
      .value = [](auto&, auto& t) -> Value { return t.tid; }, .help = "thread id", .desc = false,
      .tui = {.at = 1, .format = fixed0}},
@@ -227,39 +230,32 @@ const Metric kCatalog[] = {
      .prom = {.at = 4, .name = "platoon_thread_wakeups_total", .help = "Times the thread was woken.",
               .counter = [](const ThreadSample& t) { return t.wakeups; }}},
 
-    // ---- why it waited: the parts of %wait, bpf/wait_split.bpf.h ----
-    {.key = "wait_contended_pct", .title = "%CONT", .width = 6, .unit = Unit::percent, .fields = kFieldWaitSplit,
-     .value = [](auto&, auto& t) -> Value { return t.wait_split.contended_pct; },
-     .process = [](auto&, auto& p) -> Value { return p.wait_split.contended_pct; },
-     .help = "%wait behind other tasks (the rest of the split below)",
-     .tui = {.at = 15, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 12},
-     .csv = {.at = 16, .decimals = 3}},
-    {.key = "wait_throttled_pct", .title = "%THR", .width = 6, .unit = Unit::percent, .fields = kFieldWaitSplit,
-     .value = [](auto&, auto& t) -> Value { return t.wait_split.throttled_pct; },
-     .process = [](auto&, auto& p) -> Value { return p.wait_split.throttled_pct; },
-     .help = "%wait while its cgroup was throttled by its CPU quota",
-     .tui = {.at = 16, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 13},
-     .csv = {.at = 17, .decimals = 3}},
-    {.key = "wait_steal_pct", .title = "%STL", .width = 6, .unit = Unit::percent, .fields = kFieldWaitSplit,
-     .value = [](auto&, auto& t) -> Value { return t.wait_split.steal_pct; },
-     .process = [](auto&, auto& p) -> Value { return p.wait_split.steal_pct; },
-     .help = "%wait while the hypervisor stole its CPU",
-     .tui = {.at = 17, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 14},
-     .csv = {.at = 18, .decimals = 3}},
-    // Its own field: a kernel without IRQ time accounting leaves it out (features.hpp).
-    {.key = "wait_irq_pct", .title = "%IRQ", .width = 6, .unit = Unit::percent, .fields = kFieldWaitIrq,
-     .value = [](auto&, auto& t) -> Value { return t.wait_split.irq_pct; },
-     .process = [](auto&, auto& p) -> Value { return p.wait_split.irq_pct; },
-     .help = "%wait while its CPU served hard and soft interrupts",
-     .tui = {.at = 18, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 15},
-     .csv = {.at = 19, .decimals = 3}},
-    {.key = "wait_idle_exit_pct", .title = "%IDLX", .width = 6, .unit = Unit::percent, .fields = kFieldWaitSplit,
-     .value = [](auto&, auto& t) -> Value { return t.wait_split.idle_exit_pct; },
-     .process = [](auto&, auto& p) -> Value { return p.wait_split.idle_exit_pct; },
-     .help = "%wait after a wakeup onto an idle CPU (its idle exit)",
-     .tui = {.at = 19, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 16},
-     .csv = {.at = 20, .decimals = 3}},
+    // The causes of wait follow, one metric each, made from their table below.
 };
+
+// ---- why it waited: one metric per cause of wait, the parts of %wait (analysis/wait_causes.hpp) ----
+// The causes take consecutive positions in each output they claim, in the table's order.
+constexpr int kWaitTuiAt = 15, kWaitJsonAt = 12, kWaitCsvAt = 16;
+
+template <size_t I>
+constexpr Metric wait_metric() {
+  constexpr const WaitCause& c = kWaitCauses[I];
+  constexpr int i = static_cast<int>(I);
+  return {.key = c.key, .title = c.title, .width = 6, .unit = Unit::percent, .fields = c.field,
+          .value = [](const Window&, const ThreadWindow& t) -> Value { return t.wait_split.*kWaitCauses[I].pct; },
+          .process = [](const Window&, const ProcessWindow& p) -> Value { return p.wait_split.*kWaitCauses[I].pct; },
+          .help = c.help, .tui = {.at = kWaitTuiAt + i, .priority = 6, .shown = false, .format = format_pct},
+          .json = {.at = kWaitJsonAt + i}, .csv = {.at = kWaitCsvAt + i, .decimals = 3}};
+}
+
+template <size_t... I>
+constexpr auto catalog_with_waits(std::index_sequence<I...>) {
+  std::array<Metric, std::size(kListed) + sizeof...(I)> all{};
+  std::copy(std::begin(kListed), std::end(kListed), all.begin());
+  ((all[std::size(kListed) + I] = wait_metric<I>()), ...);
+  return all;
+}
+constexpr auto kCatalog = catalog_with_waits(std::make_index_sequence<std::size(kWaitCauses)>());
 
 template <class Pos>
 std::vector<const Metric*> claiming(Pos pos) {
