@@ -287,8 +287,9 @@ constexpr auto kCatalog = catalog_with_waits(std::make_index_sequence<std::size(
 
 // A thread's counters outlive it in its process's: every per-thread counter family has its
 // exited threads' family, or the per-process totals would drop at each exit.
-static_assert(std::all_of(kCatalog.begin(), kCatalog.end(),
-                          [](const Metric& m) { return m.prom.at == 0 || m.prom.exited_at > 0; }));
+static_assert(std::all_of(kCatalog.begin(), kCatalog.end(), [](const Metric& m) {
+  return (m.prom.at == 0 || m.prom.exited_at > 0) && (m.prom.exited_at == 0 || m.prom.counter != nullptr);
+}));
 
 template <class Pos>
 std::vector<const Metric*> claiming(Pos pos) {

@@ -2,8 +2,9 @@
 // unit, the snapshot fields it reads, how to read it from a thread's window row, how to print
 // it, what it means, which way it sorts) and where it appears: a column of `platoon top`, the
 // report's tables and JSON, a CSV column, a Prometheus family. The TUI column table, the help
-// screen, report text and JSON, the CSV header and rows and the exporter's per-thread families
-// are views over this list, so a new metric is one entry (docs/metrics.md shows one).
+// screen, report text and JSON, the CSV header and rows and the exporter's per-thread and
+// exited-thread families are views over this list, so a new metric is one entry
+// (docs/metrics.md shows one).
 //
 // Each output keeps its own order (`at`, 1-based; 0 = not shown there): their column orders are
 // contracts (JSON keys, CSV columns, the screen users and tests read) that no catalog order can
