@@ -55,7 +55,7 @@ Diagnosis diagnose(const DoctorInput& in) {
     d.carriers.push_back(c.name(*t));
     d.carrier_wait.push_back({c.name(*t), t->tid, t->wait_pct,
                               w.has(kFieldWaitSplit) ? std::optional<WaitSplit>(t->wait_split) : std::nullopt,
-                              w.has(kFieldWaitIrq)});
+                              w.fields});
   }
   for (const Check& check : checks()) {
     if (std::optional<std::string> why = missing(c, check.needs)) {

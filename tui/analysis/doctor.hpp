@@ -116,7 +116,7 @@ struct CarrierWait {
   uint32_t tid = 0;
   double wait_pct = 0;
   std::optional<WaitSplit> split;
-  bool irq_measured = false;  // the kernel accounts IRQ time: split->irq_pct is a measurement
+  uint32_t fields = 0;        // the window's Field bits: which parts were measured (wait_causes.hpp)
 };
 
 // `doctor --format json`'s schema: 1, the first round's keys (no schema_version key); 2 adds

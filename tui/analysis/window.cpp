@@ -100,29 +100,24 @@ uint64_t window_runq_max(const ThreadSample& d, const ThreadSample* base) {
   return std::min<uint64_t>(d.runq_max_ns, static_cast<uint64_t>(bound));
 }
 
-// The parts are clamped so that they never sum past the wait (a torn read of in-flight state).
+// The measured parts are clamped so that they never sum past the wait (a torn read of
+// in-flight state); the part without a counter, the contended wait, is what is left.
 WaitSplit split_of(const ThreadSample& d, double wall_s) {
   uint64_t left = d.wait_ns;
-  auto take = [&](uint64_t part) {
-    part = std::min(part, left);
-    left -= part;
-    return pct(part, wall_s);
-  };
   WaitSplit w;
-  w.throttled_pct = take(d.wait_throttled_ns);
-  w.steal_pct = take(d.wait_steal_ns);
-  w.irq_pct = take(d.wait_irq_ns);
-  w.idle_exit_pct = take(d.wait_idle_exit_ns);
-  w.contended_pct = pct(left, wall_s);
+  for (const WaitCause& c : kWaitCauses) {
+    if (c.ns == nullptr) continue;
+    const uint64_t part = std::min(d.*c.ns, left);
+    left -= part;
+    w.*c.pct = pct(part, wall_s);
+  }
+  for (const WaitCause& c : kWaitCauses)
+    if (c.ns == nullptr) w.*c.pct = pct(left, wall_s);
   return w;
 }
 
 void add_split(WaitSplit& sum, const WaitSplit& x) {
-  sum.contended_pct += x.contended_pct;
-  sum.throttled_pct += x.throttled_pct;
-  sum.steal_pct += x.steal_pct;
-  sum.irq_pct += x.irq_pct;
-  sum.idle_exit_pct += x.idle_exit_pct;
+  for (const WaitCause& c : kWaitCauses) sum.*c.pct += x.*c.pct;
 }
 
 std::vector<CpuWindow> cpu_windows(const Snapshot& from, const Snapshot& to) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tui/analysis/histogram.hpp"
+#include "tui/analysis/wait_causes.hpp"
 #include "bpf/snapshot/snapshot.hpp"
 
 namespace platoon::model {
@@ -45,18 +46,6 @@ struct DrainWindow {           // runtime drains (platoon-runtime targets only)
   uint64_t stolen_fibers = 0;
 };
 
-// Why a thread (or a process) waited, in % of the window's wall time: the parts of wait_pct
-// (bpf/wait_split.bpf.h says how each is measured). contended_pct is the rest, the wait behind
-// other tasks; a source without the split (procfs, recordings before format 1.2) books all of
-// the wait there.
-struct WaitSplit {
-  double contended_pct = 0;
-  double throttled_pct = 0;    // its group was throttled by its CPU quota
-  double steal_pct = 0;        // its CPU was stolen by the hypervisor
-  double irq_pct = 0;          // its CPU served hard and soft interrupts
-  double idle_exit_pct = 0;    // woken onto an idle CPU
-};
-
 struct ThreadWindow {
   uint32_t tid = 0;
   uint32_t pid = 0;
@@ -68,7 +57,7 @@ struct ThreadWindow {
 
   double cpu_pct = 0;          // run_ns / wall × 100
   double wait_pct = 0;         // wait_ns / wall × 100 (pidstat's %wait)
-  WaitSplit wait_split;
+  WaitSplit wait_split;        // wait_pct by cause (wait_causes.hpp)
   std::string cgroup;          // its CPU cgroup (CgroupWindow::path), "" unknown
   double cswch_per_s = 0;
   double nvcswch_per_s = 0;

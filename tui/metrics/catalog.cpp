@@ -1,7 +1,10 @@
 #include "tui/metrics/catalog.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
+#include <iterator>
+#include <utility>
 
 namespace platoon::model {
 
@@ -79,7 +82,7 @@ constexpr uint32_t kNoFields = 0;
 
 // Positions: TUI (main table, left to right), report (--vs rows), JSON (thread keys), CSV (after
 // interval_start_s,interval_end_s,pid,tid,comm), Prometheus (families, by PromRows group).
-const Metric kCatalog[] = {
+constexpr Metric kListed[] = {
     {.key = "tid", .title = "TID", .width = 7, .unit = Unit::id, .fields = kNoFields,
      .value = [](auto&, auto& t) -> Value { return t.tid; }, .help = "thread id", .desc = false,
      .tui = {.at = 1, .format = fixed0}},
@@ -105,14 +108,18 @@ const Metric kCatalog[] = {
      .help = "on-CPU time over the window", .json = {.at = 3, .integer = true}, .csv = {.at = 3},
      .prom = {.at = 1, .name = "platoon_thread_run_seconds_total",
               .help = "On-CPU time of the thread since platoon started watching it.",
-              .counter = [](const ThreadSample& t) { return t.run_ns; }, .seconds = true}},
+              .counter = [](const ThreadSample& t) { return t.run_ns; }, .seconds = true, .exited_at = 1,
+              .exited_name = "platoon_exited_threads_run_seconds_total",
+              .exited_help = "On-CPU time of the process's exited threads."}},
     {.key = "wait_ns", .title = "wait", .width = 0, .unit = Unit::ns, .fields = kFieldRunWait,
      .value = [](auto&, auto& t) -> Value { return static_cast<double>(t.delta.wait_ns); },
      .help = "runnable but not running over the window", .json = {.at = 4, .integer = true}, .csv = {.at = 4},
      .prom = {.at = 2, .name = "platoon_thread_wait_seconds_total",
               .help = "Time runnable but not running (run-queue wait) since watching started; rate() x 100 is "
                       "pidstat's %wait.",
-              .counter = [](const ThreadSample& t) { return t.wait_ns; }, .seconds = true}},
+              .counter = [](const ThreadSample& t) { return t.wait_ns; }, .seconds = true, .exited_at = 2,
+              .exited_name = "platoon_exited_threads_wait_seconds_total",
+              .exited_help = "Run-queue wait of the process's exited threads."}},
 
     // ---- context switches and migrations (pidstat -w) ----
     {.key = "switches_voluntary", .title = "csw", .width = 0, .unit = Unit::count, .fields = kFieldSwitches,
@@ -120,13 +127,16 @@ const Metric kCatalog[] = {
      .help = "voluntary context switches (blocked or slept)", .json = {.at = 5, .integer = true}, .csv = {.at = 5},
      .prom = {.at = 5, .name = "platoon_thread_switches_total",
               .help = "Context switches: kind=voluntary (blocked or slept), involuntary (preempted while runnable).",
-              .label = "kind=\"voluntary\"", .counter = [](const ThreadSample& t) { return t.switches_voluntary; }}},
+              .label = "kind=\"voluntary\"", .counter = [](const ThreadSample& t) { return t.switches_voluntary; },
+              .exited_at = 8, .exited_name = "platoon_exited_threads_switches_total",
+              .exited_help = "Context switches of the process's exited threads, by kind."}},
     {.key = "switches_involuntary", .title = "nvcs", .width = 0, .unit = Unit::count, .fields = kFieldSwitches,
      .value = [](auto&, auto& t) -> Value { return static_cast<double>(t.delta.switches_involuntary); },
      .help = "involuntary context switches (preempted while runnable)", .json = {.at = 6, .integer = true},
      .csv = {.at = 6},
      .prom = {.at = 6, .name = "platoon_thread_switches_total", .label = "kind=\"involuntary\"",
-              .counter = [](const ThreadSample& t) { return t.switches_involuntary; }}},
+              .counter = [](const ThreadSample& t) { return t.switches_involuntary; }, .exited_at = 9,
+              .exited_name = "platoon_exited_threads_switches_total"}},
     {.key = "cswch_per_s", .title = "csw/s", .width = 6, .unit = Unit::per_second, .fields = kFieldSwitches,
      .value = [](auto&, auto& t) -> Value { return t.cswch_per_s; },
      .process = [](auto&, auto& p) -> Value { return p.cswch_per_s; },
@@ -142,7 +152,9 @@ const Metric kCatalog[] = {
      .value = [](auto&, auto& t) -> Value { return static_cast<double>(t.migrations); },
      .help = "moves to another CPU over the window", .json = {.at = 9, .integer = true}, .csv = {.at = 7},
      .prom = {.at = 3, .name = "platoon_thread_migrations_total", .help = "Moves of the thread to another CPU.",
-              .counter = [](const ThreadSample& t) { return t.migrations; }}},
+              .counter = [](const ThreadSample& t) { return t.migrations; }, .exited_at = 3,
+              .exited_name = "platoon_exited_threads_migrations_total",
+              .exited_help = "CPU migrations of the process's exited threads."}},
     {.key = "migrations_per_s", .title = "mig/s", .width = 5, .unit = Unit::per_second, .fields = kFieldMigrations,
      .value = [](auto&, auto& t) -> Value { return t.migrations_per_s; },
      .process = [](auto&, auto& p) -> Value { return p.migrations_per_s; }, .help = "CPU migrations per second",
@@ -166,10 +178,18 @@ const Metric kCatalog[] = {
      .help = "epoll wait calls (IO cycles) per second", .tui = {.at = 9, .priority = 2, .format = format_rate}},
     {.key = "io_cycles", .title = "cyc", .width = 0, .unit = Unit::count, .fields = kFieldIo,
      .value = [](auto&, auto& t) -> Value { return static_cast<double>(t.delta.io_cycles); },
-     .help = "epoll wait calls over the window", .csv = {.at = 8}},
+     .help = "epoll wait calls over the window", .csv = {.at = 8},
+     // Per thread, the count of the platoon_thread_epoll_events_per_cycle histogram.
+     .prom = {.counter = [](const ThreadSample& t) { return t.io_cycles; }, .exited_at = 5,
+              .exited_name = "platoon_exited_threads_epoll_cycles_total",
+              .exited_help = "Epoll wait calls of the process's exited threads."}},
     {.key = "io_events", .title = "ev", .width = 0, .unit = Unit::count, .fields = kFieldIo,
      .value = [](auto&, auto& t) -> Value { return static_cast<double>(t.delta.io_events); },
-     .help = "ready events returned by those calls", .csv = {.at = 9}},
+     .help = "ready events returned by those calls", .csv = {.at = 9},
+     // Per thread, the sum of the platoon_thread_epoll_events_per_cycle histogram.
+     .prom = {.counter = [](const ThreadSample& t) { return t.io_events; }, .exited_at = 6,
+              .exited_name = "platoon_exited_threads_epoll_events_total",
+              .exited_help = "Ready events returned to the process's exited threads."}},
     {.key = "events_per_cycle", .title = "ev/c", .width = 5, .unit = Unit::ratio, .fields = kFieldIo,
      .value = [](auto&, auto& t) -> Value { return t.io ? Value(t.io->events_per_cycle) : std::nullopt; },
      .process = [](auto&, auto& p) -> Value { return p.io_cycles ? Value(p.events_per_cycle) : std::nullopt; },
@@ -180,7 +200,9 @@ const Metric kCatalog[] = {
      .help = "time blocked in epoll wait calls",
      .prom = {.at = 7, .name = "platoon_thread_epoll_blocked_seconds_total",
               .help = "Time blocked in epoll_wait/epoll_pwait/epoll_pwait2.", .rows = PromRows::io,
-              .counter = [](const ThreadSample& t) { return t.io_blocked_ns; }, .seconds = true}},
+              .counter = [](const ThreadSample& t) { return t.io_blocked_ns; }, .seconds = true, .exited_at = 10,
+              .exited_name = "platoon_exited_threads_epoll_blocked_seconds_total",
+              .exited_help = "Time the process's exited threads blocked in epoll waits."}},
 
     // ---- the batch: drain queue depth or epoll events per cycle ----
     {.key = "batch_p50", .title = "b50", .width = 4, .unit = Unit::count, .fields = kFieldIo | kFieldDrain,
@@ -193,7 +215,11 @@ const Metric kCatalog[] = {
     // ---- runtime drains (platoon-runtime targets, USDT) ----
     {.key = "drains", .title = "drains", .width = 0, .unit = Unit::count, .fields = kFieldDrain,
      .value = [](auto&, auto& t) -> Value { return static_cast<double>(t.delta.drains); },
-     .help = "drains of the carrier's run queue over the window", .csv = {.at = 11}},
+     .help = "drains of the carrier's run queue over the window", .csv = {.at = 11},
+     // Per thread, the count of the platoon_thread_drain_queue_depth histogram.
+     .prom = {.counter = [](const ThreadSample& t) { return t.drains; }, .exited_at = 7,
+              .exited_name = "platoon_exited_threads_drains_total",
+              .exited_help = "Drains of the process's exited carriers."}},
     {.key = "queue_depth_avg", .title = "qd", .width = 0, .unit = Unit::ratio, .fields = kFieldDrain,
      .value = [](auto&, auto& t) -> Value {
        return t.drain && t.drain->batches ? Value(t.drain->queue_depth_avg) : std::nullopt;
@@ -206,13 +232,17 @@ const Metric kCatalog[] = {
      .value = [](auto&, auto& t) -> Value { return static_cast<double>(t.delta.drain_fibers_run); },
      .help = "fibers run by the carrier's drains",
      .prom = {.at = 8, .name = "platoon_thread_drained_fibers_total", .help = "Fibers run by the carrier's drains.",
-              .rows = PromRows::drain, .counter = [](const ThreadSample& t) { return t.drain_fibers_run; }}},
+              .rows = PromRows::drain, .counter = [](const ThreadSample& t) { return t.drain_fibers_run; },
+              .exited_at = 11, .exited_name = "platoon_exited_threads_drained_fibers_total",
+              .exited_help = "Fibers run by the drains of the process's exited carriers."}},
     {.key = "steals", .title = "steals", .width = 0, .unit = Unit::count, .fields = kFieldDrain,
      .value = [](auto&, auto& t) -> Value { return static_cast<double>(t.delta.steals); },
      .help = "steals from sibling carriers' queues",
      .prom = {.at = 9, .name = "platoon_thread_steals_total",
               .help = "Steals from sibling carriers' queues by this carrier.", .rows = PromRows::drain,
-              .counter = [](const ThreadSample& t) { return t.steals; }}},
+              .counter = [](const ThreadSample& t) { return t.steals; }, .exited_at = 12,
+              .exited_name = "platoon_exited_threads_steals_total",
+              .exited_help = "Steals from sibling carriers' queues by the process's exited carriers."}},
 
     {.key = "history", .title = "HIST", .width = 10, .unit = Unit::percent, .fields = kFieldRunWait,
      .value = [](auto&, auto&) -> Value { return 0; }, .help = "sparkline of recent intervals (%wait or %CPU)",
@@ -225,41 +255,41 @@ const Metric kCatalog[] = {
      .tui = {.at = 14, .priority = 6, .shown = false, .format = format_rate}, .json = {.at = 11},
      .csv = {.at = 15, .decimals = 3},
      .prom = {.at = 4, .name = "platoon_thread_wakeups_total", .help = "Times the thread was woken.",
-              .counter = [](const ThreadSample& t) { return t.wakeups; }}},
-
-    // ---- why it waited: the parts of %wait, bpf/wait_split.bpf.h ----
-    {.key = "wait_contended_pct", .title = "%CONT", .width = 6, .unit = Unit::percent, .fields = kFieldWaitSplit,
-     .value = [](auto&, auto& t) -> Value { return t.wait_split.contended_pct; },
-     .process = [](auto&, auto& p) -> Value { return p.wait_split.contended_pct; },
-     .help = "%wait behind other tasks (the rest of the split below)",
-     .tui = {.at = 15, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 12},
-     .csv = {.at = 16, .decimals = 3}},
-    {.key = "wait_throttled_pct", .title = "%THR", .width = 6, .unit = Unit::percent, .fields = kFieldWaitSplit,
-     .value = [](auto&, auto& t) -> Value { return t.wait_split.throttled_pct; },
-     .process = [](auto&, auto& p) -> Value { return p.wait_split.throttled_pct; },
-     .help = "%wait while its cgroup was throttled by its CPU quota",
-     .tui = {.at = 16, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 13},
-     .csv = {.at = 17, .decimals = 3}},
-    {.key = "wait_steal_pct", .title = "%STL", .width = 6, .unit = Unit::percent, .fields = kFieldWaitSplit,
-     .value = [](auto&, auto& t) -> Value { return t.wait_split.steal_pct; },
-     .process = [](auto&, auto& p) -> Value { return p.wait_split.steal_pct; },
-     .help = "%wait while the hypervisor stole its CPU",
-     .tui = {.at = 17, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 14},
-     .csv = {.at = 18, .decimals = 3}},
-    // Its own field: a kernel without IRQ time accounting leaves it out (features.hpp).
-    {.key = "wait_irq_pct", .title = "%IRQ", .width = 6, .unit = Unit::percent, .fields = kFieldWaitIrq,
-     .value = [](auto&, auto& t) -> Value { return t.wait_split.irq_pct; },
-     .process = [](auto&, auto& p) -> Value { return p.wait_split.irq_pct; },
-     .help = "%wait while its CPU served hard and soft interrupts",
-     .tui = {.at = 18, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 15},
-     .csv = {.at = 19, .decimals = 3}},
-    {.key = "wait_idle_exit_pct", .title = "%IDLX", .width = 6, .unit = Unit::percent, .fields = kFieldWaitSplit,
-     .value = [](auto&, auto& t) -> Value { return t.wait_split.idle_exit_pct; },
-     .process = [](auto&, auto& p) -> Value { return p.wait_split.idle_exit_pct; },
-     .help = "%wait after a wakeup onto an idle CPU (its idle exit)",
-     .tui = {.at = 19, .priority = 6, .shown = false, .format = format_pct}, .json = {.at = 16},
-     .csv = {.at = 20, .decimals = 3}},
+              .counter = [](const ThreadSample& t) { return t.wakeups; }, .exited_at = 4,
+              .exited_name = "platoon_exited_threads_wakeups_total",
+              .exited_help = "Wakeups of the process's exited threads."}},
+    // The causes of wait follow, one metric each, made from their table below.
 };
+
+// ---- why it waited: one metric per cause of wait, the parts of %wait (analysis/wait_causes.hpp) ----
+// The causes take consecutive positions in each output they claim, in the table's order.
+constexpr int kWaitTuiAt = 15, kWaitJsonAt = 12, kWaitCsvAt = 16;
+
+template <size_t I>
+constexpr Metric wait_metric() {
+  constexpr const WaitCause& c = kWaitCauses[I];
+  constexpr int i = static_cast<int>(I);
+  return {.key = c.key, .title = c.title, .width = 6, .unit = Unit::percent, .fields = c.field,
+          .value = [](const Window&, const ThreadWindow& t) -> Value { return t.wait_split.*kWaitCauses[I].pct; },
+          .process = [](const Window&, const ProcessWindow& p) -> Value { return p.wait_split.*kWaitCauses[I].pct; },
+          .help = c.help, .tui = {.at = kWaitTuiAt + i, .priority = 6, .shown = false, .format = format_pct},
+          .json = {.at = kWaitJsonAt + i}, .csv = {.at = kWaitCsvAt + i, .decimals = 3}};
+}
+
+template <size_t... I>
+constexpr auto catalog_with_waits(std::index_sequence<I...>) {
+  std::array<Metric, std::size(kListed) + sizeof...(I)> all{};
+  std::copy(std::begin(kListed), std::end(kListed), all.begin());
+  ((all[std::size(kListed) + I] = wait_metric<I>()), ...);
+  return all;
+}
+constexpr auto kCatalog = catalog_with_waits(std::make_index_sequence<std::size(kWaitCauses)>());
+
+// A thread's counters outlive it in its process's: every per-thread counter family has its
+// exited threads' family, or the per-process totals would drop at each exit.
+static_assert(std::all_of(kCatalog.begin(), kCatalog.end(), [](const Metric& m) {
+  return (m.prom.at == 0 || m.prom.exited_at > 0) && (m.prom.exited_at == 0 || m.prom.counter != nullptr);
+}));
 
 template <class Pos>
 std::vector<const Metric*> claiming(Pos pos) {
@@ -298,7 +328,7 @@ const Metric* find_metric(std::string_view key) {
 
 uint32_t outputs_of(const Metric& m) {
   return (m.tui.at ? kOutTui : 0u) | (m.report.at ? kOutReportText : 0u) | (m.json.at ? kOutReportJson : 0u) |
-         (m.csv.at ? kOutCsv : 0u) | (m.prom.at ? kOutProm : 0u);
+         (m.csv.at ? kOutCsv : 0u) | (m.prom.at || m.prom.exited_at ? kOutProm : 0u);
 }
 
 std::vector<const Metric*> tui_columns() { return claiming([](const Metric& m) { return m.tui.at; }); }
@@ -306,6 +336,9 @@ std::vector<const Metric*> report_metrics() { return claiming([](const Metric& m
 std::vector<const Metric*> json_metrics() { return claiming([](const Metric& m) { return m.json.at; }); }
 std::vector<const Metric*> csv_metrics() { return claiming([](const Metric& m) { return m.csv.at; }); }
 std::vector<const Metric*> prom_metrics() { return claiming([](const Metric& m) { return m.prom.at; }); }
+std::vector<const Metric*> prom_exited_metrics() {
+  return claiming([](const Metric& m) { return m.prom.exited_at; });
+}
 
 Value value_of(const Metric& m, const Window& w, const ThreadWindow& t) {
   return known(m.fields, w) ? m.value(w, t) : std::nullopt;

@@ -2,8 +2,9 @@
 // unit, the snapshot fields it reads, how to read it from a thread's window row, how to print
 // it, what it means, which way it sorts) and where it appears: a column of `platoon top`, the
 // report's tables and JSON, a CSV column, a Prometheus family. The TUI column table, the help
-// screen, report text and JSON, the CSV header and rows and the exporter's per-thread families
-// are views over this list, so a new metric is one entry (docs/metrics.md shows one).
+// screen, report text and JSON, the CSV header and rows and the exporter's per-thread and
+// exited-thread families are views over this list, so a new metric is one entry
+// (docs/metrics.md shows one).
 //
 // Each output keeps its own order (`at`, 1-based; 0 = not shown there): their column orders are
 // contracts (JSON keys, CSV columns, the screen users and tests read) that no catalog order can
@@ -34,7 +35,7 @@ enum Output : uint32_t {
   kOutReportText = 1u << 1,   // report's thread or process table, and the --vs comparison
   kOutReportJson = 1u << 2,   // a key of each thread in report --format json
   kOutCsv = 1u << 3,          // a column of export --format csv
-  kOutProm = 1u << 4,         // a per-thread family of the exporter
+  kOutProm = 1u << 4,         // a family of the exporter (per thread, or its exited threads')
   kOutAll = 0x1f,
 };
 
@@ -74,14 +75,20 @@ struct CsvColumn {            // the metric's key as the column name
 // epoll calls / drained (as the histograms of the same group).
 enum class PromRows : uint8_t { all, io, drain };
 
-struct PromFamily {           // a counter over the thread's cumulative ThreadSample
-  int at = 0;
+// The exporter's counters of one cumulative ThreadSample counter: a per-thread family, and the
+// per-process family that sums the process's exited threads (their series leave with them, so
+// that family keeps per-process totals monotonic). An entry may claim either or both.
+struct PromFamily {
+  int at = 0;                   // the per-thread family's position; 0: none
   const char* name = nullptr;
   const char* help = nullptr;   // nullptr: shares the family of the entry before (a label value)
   const char* label = nullptr;  // extra label of this entry's sample, e.g. kind="voluntary"
   PromRows rows = PromRows::all;
   uint64_t (*counter)(const ThreadSample&) = nullptr;
   bool seconds = false;         // the counter is ns, exported in seconds
+  int exited_at = 0;            // the exited threads' family's position; 0: none
+  const char* exited_name = nullptr;
+  const char* exited_help = nullptr;  // nullptr: shares the family of the entry before
 };
 
 struct Metric {
@@ -119,7 +126,8 @@ std::vector<const Metric*> tui_columns();
 std::vector<const Metric*> report_metrics();
 std::vector<const Metric*> json_metrics();
 std::vector<const Metric*> csv_metrics();
-std::vector<const Metric*> prom_metrics();
+std::vector<const Metric*> prom_metrics();         // per-thread families
+std::vector<const Metric*> prom_exited_metrics();  // per-process families of exited threads
 
 // The value as every view reads it: nullopt when the window's source has none of the metric's
 // fields, else the getter's.

@@ -91,11 +91,12 @@ void text_header(Out o, const Diagnosis& d) {
   // Why each carrier waited, in one line each: the split doctor's machine findings rest on.
   for (const auto& c : d.carrier_wait) {
     if (!c.split) continue;
-    const WaitSplit& s = *c.split;
-    // "-": the kernel does not account IRQ time, so no irq part was measured.
-    const std::string irq = c.irq_measured ? fmt::format("{:.2f}", s.irq_pct) : "-";
-    fmt::format_to(o, "  {} wait {:.2f}%: contended {:.2f}, throttled {:.2f}, steal {:.2f}, irq {}, idle exit {:.2f}\n",
-                   c.thread, c.wait_pct, s.contended_pct, s.throttled_pct, s.steal_pct, irq, s.idle_exit_pct);
+    // "-": a part the source did not measure (no IRQ time accounting), not a 0 that looks measured.
+    std::string parts;
+    for (const WaitCause& x : kWaitCauses)
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", x.label,
+                           measured(x, c.fields) ? fmt::format("{:.2f}", (*c.split).*x.pct) : "-");
+    fmt::format_to(o, "  {} wait {:.2f}%: {}\n", c.thread, c.wait_pct, parts);
   }
 }
 
@@ -166,11 +167,11 @@ Object finding_object(const Finding& f) {
 
 Value split_value(const CarrierWait& c) {
   if (!c.split) return Value();
-  const WaitSplit& s = *c.split;
-  return Object{{"contended_pct", round_to(s.contended_pct, 2)}, {"throttled_pct", round_to(s.throttled_pct, 2)},
-                {"steal_pct", round_to(s.steal_pct, 2)},
-                {"irq_pct", c.irq_measured ? Value(round_to(s.irq_pct, 2)) : Value()},
-                {"idle_exit_pct", round_to(s.idle_exit_pct, 2)}};
+  // A part the source did not measure is null, not a 0 that looks measured.
+  Object parts;
+  for (const WaitCause& x : kWaitCauses)
+    parts.emplace_back(std::string(part_key(x)), measured(x, c.fields) ? Value(round_to((*c.split).*x.pct, 2)) : Value());
+  return parts;
 }
 
 Object diagnosis_object(const Diagnosis& d) {

@@ -132,30 +132,48 @@ struct Row {
   std::string labels;   // pid, process, thread, tid
 };
 
-// The catalog's per-thread families (tui/metrics/catalog.hpp) of one row group, in order: an
-// entry without help is one more labelled sample of the family before it (switches by kind).
+// The catalog's families (tui/metrics/catalog.hpp), in order: an entry without help is one more
+// labelled sample of the family before it (switches by kind).
 using Family = std::vector<const Metric*>;
-std::vector<Family> families(PromRows group) {
+std::vector<Family> grouped(const std::vector<const Metric*>& metrics, bool (*opens)(const Metric&)) {
   std::vector<Family> out;
-  for (const Metric* m : prom_metrics()) {
-    if (m->prom.rows != group) continue;
-    if (m->prom.help || out.empty()) out.emplace_back();
+  for (const Metric* m : metrics) {
+    if (opens(*m) || out.empty()) out.emplace_back();
     out.back().push_back(m);
   }
   return out;
 }
+// Per thread, by row group.
 const std::vector<Family>& families_of(PromRows group) {
-  static const std::array<std::vector<Family>, 3> all = {families(PromRows::all), families(PromRows::io),
-                                                         families(PromRows::drain)};
+  static const std::array<std::vector<Family>, 3> all = [] {
+    std::array<std::vector<Family>, 3> by_group;
+    for (PromRows g : {PromRows::all, PromRows::io, PromRows::drain}) {
+      std::vector<const Metric*> in_group;
+      for (const Metric* m : prom_metrics())
+        if (m->prom.rows == g) in_group.push_back(m);
+      by_group[static_cast<size_t>(g)] = grouped(in_group, [](const Metric& m) { return m.prom.help != nullptr; });
+    }
+    return by_group;
+  }();
   return all[static_cast<size_t>(group)];
 }
+// Per process, of its exited threads: one counter each in Totals::counters, and their families.
+const std::vector<const Metric*>& exited_counters() {
+  static const std::vector<const Metric*> all = prom_exited_metrics();
+  return all;
+}
+const std::vector<Family>& exited_families() {
+  static const std::vector<Family> all =
+      grouped(exited_counters(), [](const Metric& m) { return m.prom.exited_help != nullptr; });
+  return all;
+}
 
-bool shown(const Snapshot& s, const Family& f) { return (s.fields & f.front()->fields) != 0; }
+bool shown(uint32_t fields, const Family& f) { return (fields & f.front()->fields) != 0; }
 
 size_t counter_series(const Snapshot& s, PromRows group) {
   size_t n = 0;
   for (const Family& f : families_of(group))
-    if (shown(s, f)) n += f.size();
+    if (shown(s.fields, f)) n += f.size();
   return n;
 }
 
@@ -169,20 +187,21 @@ size_t thread_series(const Snapshot& s, const ThreadSample& t) {
   return n;
 }
 
+// One sample of a catalog counter: its label added, ns exported as seconds.
+void counter_sample(Out& out, std::string_view name, const std::string& labels, const PromFamily& f, uint64_t v) {
+  const std::string with_label = f.label ? labels + "," + f.label : labels;
+  if (f.seconds) out.sample(name, with_label, seconds(v));
+  else out.sample(name, with_label, v);
+}
+
 void counters(Out& out, const Snapshot& s, std::span<const Row* const> rows, PromRows group) {
   if (rows.empty()) return;
   for (const Family& f : families_of(group)) {
-    if (!shown(s, f)) continue;
+    if (!shown(s.fields, f)) continue;
     const PromFamily& head = f.front()->prom;
     out.family(head.name, "counter", head.help);
-    for (const Row* r : rows) {
-      for (const Metric* m : f) {
-        const std::string labels = m->prom.label ? r->labels + "," + m->prom.label : r->labels;
-        const uint64_t v = m->prom.counter(*r->t);
-        if (m->prom.seconds) out.sample(head.name, labels, seconds(v));
-        else out.sample(head.name, labels, v);
-      }
-    }
+    for (const Row* r : rows)
+      for (const Metric* m : f) counter_sample(out, head.name, r->labels, m->prom, m->prom.counter(*r->t));
   }
 }
 
@@ -421,33 +440,23 @@ void cgroup_families(Out& out, const Snapshot& s) {
 
 }  // namespace
 
+PromExposition::Totals::Totals() : counters(exited_counters().size()) {}
+
 PromExposition::Totals PromExposition::Totals::of(const ThreadSample& t) {
   Totals x;
   x.threads = 1;
-  x.run_ns = t.run_ns;
-  x.wait_ns = t.wait_ns;
-  x.switches_voluntary = t.switches_voluntary;
-  x.switches_involuntary = t.switches_involuntary;
-  x.migrations = t.migrations;
-  x.wakeups = t.wakeups;
-  x.io_cycles = t.io_cycles;
-  x.io_events = t.io_events;
-  x.drains = t.drains;
+  for (size_t i = 0; i < x.counters.size(); ++i) x.counters[i] = exited_counters()[i]->prom.counter(t);
   return x;
 }
 
 PromExposition::Totals& PromExposition::Totals::operator+=(const Totals& o) {
   threads += o.threads;
-  run_ns += o.run_ns;
-  wait_ns += o.wait_ns;
-  switches_voluntary += o.switches_voluntary;
-  switches_involuntary += o.switches_involuntary;
-  migrations += o.migrations;
-  wakeups += o.wakeups;
-  io_cycles += o.io_cycles;
-  io_events += o.io_events;
-  drains += o.drains;
+  for (size_t i = 0; i < counters.size(); ++i) counters[i] += o.counters[i];
   return *this;
+}
+
+void PromExposition::Totals::raise_to(const Totals& o) {
+  for (size_t i = 0; i < counters.size(); ++i) counters[i] = std::max(counters[i], o.counters[i]);
 }
 
 void PromExposition::fold(uint32_t pid, const Totals& last) { processes_[pid].exited += last; }
@@ -467,16 +476,7 @@ void PromExposition::observe(Snapshot snap, const std::map<uint32_t, std::string
       if (auto it = live_.find(k); it != live_.end()) {
         // A live value may include a slice in progress the final one books differently; keep
         // the larger of each so the process total never goes down.
-        const Totals& was = it->second.last;
-        final_values.run_ns = std::max(final_values.run_ns, was.run_ns);
-        final_values.wait_ns = std::max(final_values.wait_ns, was.wait_ns);
-        final_values.switches_voluntary = std::max(final_values.switches_voluntary, was.switches_voluntary);
-        final_values.switches_involuntary = std::max(final_values.switches_involuntary, was.switches_involuntary);
-        final_values.migrations = std::max(final_values.migrations, was.migrations);
-        final_values.wakeups = std::max(final_values.wakeups, was.wakeups);
-        final_values.io_cycles = std::max(final_values.io_cycles, was.io_cycles);
-        final_values.io_events = std::max(final_values.io_events, was.io_events);
-        final_values.drains = std::max(final_values.drains, was.drains);
+        final_values.raise_to(it->second.last);
         live_.erase(it);
       }
       fold(t.pid, final_values);
@@ -520,47 +520,19 @@ void PromExposition::render_processes(std::string& text, uint32_t fields) {
   if (!procs.empty()) {
     out.family("platoon_process_threads", "gauge", "Live threads of the process in the last snapshot (exported or not).");
     for (const auto& [p, labels] : procs) out.sample("platoon_process_threads", labels, uint64_t{p->live_threads});
-    struct ExitedFamily {
-      const char* name;
-      const char* help;
-      uint32_t field;
-      uint64_t Totals::*member;
-      bool is_seconds;
-    };
-    static constexpr ExitedFamily kExited[] = {
-        {"platoon_exited_threads_total", "Threads of the process that exited while watched (their series are gone).",
-         0, &Totals::threads, false},
-        {"platoon_exited_threads_run_seconds_total", "On-CPU time of the process's exited threads.", kFieldRunWait,
-         &Totals::run_ns, true},
-        {"platoon_exited_threads_wait_seconds_total", "Run-queue wait of the process's exited threads.",
-         kFieldRunWait, &Totals::wait_ns, true},
-        {"platoon_exited_threads_migrations_total", "CPU migrations of the process's exited threads.",
-         kFieldMigrations, &Totals::migrations, false},
-        {"platoon_exited_threads_wakeups_total", "Wakeups of the process's exited threads.", kFieldWakeups,
-         &Totals::wakeups, false},
-        {"platoon_exited_threads_epoll_cycles_total", "Epoll wait calls of the process's exited threads.", kFieldIo,
-         &Totals::io_cycles, false},
-        {"platoon_exited_threads_epoll_events_total", "Ready events returned to the process's exited threads.",
-         kFieldIo, &Totals::io_events, false},
-        {"platoon_exited_threads_drains_total", "Drains of the process's exited carriers.", kFieldDrain,
-         &Totals::drains, false},
-    };
-    for (const ExitedFamily& f : kExited) {
-      if (f.field && !(fields & f.field)) continue;
-      out.family(f.name, "counter", f.help);
-      for (const auto& [p, labels] : procs) {
-        const uint64_t v = p->exited.*f.member;
-        if (f.is_seconds) out.sample(f.name, labels, seconds(v));
-        else out.sample(f.name, labels, v);
+    const char* name = "platoon_exited_threads_total";
+    out.family(name, "counter", "Threads of the process that exited while watched (their series are gone).");
+    for (const auto& [p, labels] : procs) out.sample(name, labels, p->exited.threads);
+    size_t first = 0;  // the family's first counter in Totals::counters
+    for (const Family& f : exited_families()) {
+      if (shown(fields, f)) {
+        const PromFamily& head = f.front()->prom;
+        out.family(head.exited_name, "counter", head.exited_help);
+        for (const auto& [p, labels] : procs)
+          for (size_t i = 0; i < f.size(); ++i)
+            counter_sample(out, head.exited_name, labels, f[i]->prom, p->exited.counters[first + i]);
       }
-    }
-    if (fields & kFieldSwitches) {
-      const char* name = "platoon_exited_threads_switches_total";
-      out.family(name, "counter", "Context switches of the process's exited threads, by kind.");
-      for (const auto& [p, labels] : procs) {
-        out.sample(name, labels + ",kind=\"voluntary\"", p->exited.switches_voluntary);
-        out.sample(name, labels + ",kind=\"involuntary\"", p->exited.switches_involuntary);
-      }
+      first += f.size();
     }
   }
 }

@@ -66,15 +66,16 @@ class PromExposition {
     uint64_t first_seen_ns = 0;     // tells a reused tid from the thread that had it before
     auto operator<=>(const Key&) const = default;
   };
-  // The counters that outlive a thread (summed into its process when it exits).
+  // The counters that outlive a thread (summed into its process when it exits): the thread
+  // count, and one counter per exited threads' family of the catalog (prom_exited_metrics(),
+  // in its order).
   struct Totals {
     uint64_t threads = 0;
-    uint64_t run_ns = 0, wait_ns = 0;
-    uint64_t switches_voluntary = 0, switches_involuntary = 0;
-    uint64_t migrations = 0, wakeups = 0;
-    uint64_t io_cycles = 0, io_events = 0, drains = 0;
+    std::vector<uint64_t> counters;
+    Totals();
     static Totals of(const ThreadSample& t);
     Totals& operator+=(const Totals& o);
+    void raise_to(const Totals& o);  // each counter to the larger of the two
   };
   struct LiveThread {
     uint32_t pid = 0;

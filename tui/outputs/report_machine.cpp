@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <string_view>
 
 namespace platoon::model {
 
@@ -17,6 +18,9 @@ void num(Writer& j, double v, int decimals = 3) {
   j.Double(static_cast<double>(static_cast<long long>(v * f + (v >= 0 ? 0.5 : -0.5))) / f);
 }
 
+// A cause's column: its label and a space, and at least room for "100.00".
+size_t cause_width(const WaitCause& c) { return std::max<size_t>(7, std::string_view(c.label).size() + 1); }
+
 }  // namespace
 
 std::string text_wait_split(const Window& w, const std::vector<const ThreadWindow*>& threads) {
@@ -27,15 +31,16 @@ std::string text_wait_split(const Window& w, const std::vector<const ThreadWindo
   std::string s;
   auto o = std::back_inserter(s);
   fmt::format_to(o, "\nWait by cause (% of wall time; contended = behind other tasks)\n");
-  fmt::format_to(o, "{:>8}  {:<16} {:>7} {:>10} {:>10} {:>7} {:>7} {:>10}\n", "TID", "NAME", "%wait", "contended", "throttled",
-                 "steal", "irq", "idle exit");
-  // The irq part is "-" when the kernel does not account IRQ time (the source line says it lacks it).
-  const bool irq = w.has(kFieldWaitIrq);
+  fmt::format_to(o, "{:>8}  {:<16} {:>7}", "TID", "NAME", "%wait");
+  for (const WaitCause& c : kWaitCauses) fmt::format_to(o, " {:>{}}", c.label, cause_width(c));
+  fmt::format_to(o, "\n");
   for (auto* t : waited) {
-    const WaitSplit& x = t->wait_split;
-    const std::string irq_cell = irq ? fmt::format("{:.2f}", x.irq_pct) : "-";
-    fmt::format_to(o, "{:>8}  {:<16} {:>7.2f} {:>10.2f} {:>10.2f} {:>7.2f} {:>7} {:>10.2f}\n", t->tid, t->comm, t->wait_pct,
-                   x.contended_pct, x.throttled_pct, x.steal_pct, irq_cell, x.idle_exit_pct);
+    fmt::format_to(o, "{:>8}  {:<16} {:>7.2f}", t->tid, t->comm, t->wait_pct);
+    // A part the source does not measure is "-" (the source line says what it lacks).
+    for (const WaitCause& c : kWaitCauses)
+      fmt::format_to(o, " {:>{}}", measured(c, w.fields) ? fmt::format("{:.2f}", t->wait_split.*c.pct) : "-",
+                     cause_width(c));
+    fmt::format_to(o, "\n");
   }
   return s;
 }

@@ -345,13 +345,23 @@ std::vector<std::string> header_lines(const TopState& st) {
 static Section why_section(const model::Window& w, const ThreadWindow& t) {
   Section why{"why it waited (% of wall time)", {}};
   if (w.has(model::kFieldWaitSplit)) {
-    const auto& x = t.wait_split;
-    // "-": the kernel does not account IRQ time, so the irq part is not measured (not 0).
-    const std::string irq = w.has(model::kFieldWaitIrq) ? fmt::format("{:.1f}", x.irq_pct) : "-";
-    // Two lines, so that each fits half of an 80-column screen.
-    why.lines.push_back(fmt::format("wait {:.1f}: contended {:.1f}  throttled {:.1f}", t.wait_pct, x.contended_pct,
-                                    x.throttled_pct));
-    why.lines.push_back(fmt::format("  steal {:.1f}  irq {}  idle exit {:.1f}", x.steal_pct, irq, x.idle_exit_pct));
+    // Two causes beside the total, then three a line, so that each line fits half of an
+    // 80-column screen; "-": the source did not measure that part (no IRQ time accounting).
+    std::string line = fmt::format("wait {:.1f}:", t.wait_pct);
+    size_t room = 2, on_line = 0;
+    for (const model::WaitCause& c : model::kWaitCauses) {
+      if (on_line == room) {
+        why.lines.push_back(std::move(line));
+        line = " ";
+        room = 3;
+        on_line = 0;
+      }
+      const double pct = t.wait_split.*c.pct;
+      line += fmt::format("{}{} {}", on_line ? "  " : " ", c.label,
+                          model::measured(c, w.fields) ? fmt::format("{:.1f}", pct) : "-");
+      ++on_line;
+    }
+    why.lines.push_back(std::move(line));
     for (const auto& grp : w.cgroups) {
       if (grp.path != t.cgroup) continue;
       why.lines.push_back(fmt::format("cgroup {}  {}  throttled {}/{} periods", grp.path,
