@@ -10,6 +10,8 @@
 #include <linux/types.h>
 #endif
 
+#include "runtime/drain_counters.h"
+
 #define PLATOON_COMM_LEN 16
 #define PLATOON_MAX_CPUS 64      /* per-CPU switch-in counters; CPUs beyond are counted in cpu_overflow */
 #define PLATOON_RUNQ_SLOTS 40    /* log2 histogram of run-queue latency in ns: slot i = [2^i, 2^(i+1)) */
@@ -59,14 +61,13 @@ struct platoon_thread_stats {
 	__u64 io_events;                /* sum of returned ready events */
 	__u64 io_blocked_ns;            /* time inside the calls */
 	__u64 io_events_hist[PLATOON_BATCH_SLOTS];
-	/* runtime USDT probes (platoon-runtime targets only) */
-	__u64 drains;                   /* drain_start */
-	__u64 drain_depth_sum;
-	__u64 drain_depth_hist[PLATOON_BATCH_SLOTS];
-	__u64 drain_fibers_run;         /* sum of drain_end's fibers_run */
-	__u64 drain_ns;                 /* sum of drain_end's ns */
-	__u64 steals;                   /* steal operations by this thread as thief */
-	__u64 stolen_fibers;
+	/* runtime USDT probes (platoon-runtime targets only): drains and steals as the runtime
+	 * lists them, booked per probe hit (bpf/runtime_probes.bpf.h) */
+#define PLATOON_KERNEL_COUNTER(name) __u64 name;
+#define PLATOON_KERNEL_HIST(name, slots) __u64 name[slots];
+	PLATOON_DRAIN_COUNTERS(PLATOON_KERNEL_COUNTER, PLATOON_KERNEL_HIST)
+#undef PLATOON_KERNEL_COUNTER
+#undef PLATOON_KERNEL_HIST
 	__u64 polls;                    /* runtime poll probe: calls (not attached by the collector: cost) */
 	__u64 poll_events;              /* runtime poll probe: events (likewise) */
 	/* added after the first layout (appended, nothing reordered): */

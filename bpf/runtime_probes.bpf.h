@@ -24,6 +24,12 @@ static __always_inline void emit_runtime(__u16 type, __u32 tid, __u64 now, long 
 	submit_event(e, st, sizeof(*e));
 }
 
+/* How the kernel books what runtime/drain_counters.h says a drain or a steal adds. */
+#define BOOK_ADD(name, n) s->name += (n);
+#define BOOK_ADD_SLOT(name, i) \
+	HIST_INC(s->name, linear_slot(i, BOOK_SLOTS(s->name)), BOOK_SLOTS(s->name));
+#define BOOK_SLOTS(hist) (sizeof(hist) / sizeof((hist)[0]))
+
 /* One hit per drain (the runtime's combined `drain` probe): every uprobe hit is a trap into
  * the kernel, so queue depth and fibers run arrive together at the drain's end.
  * usdt_drain books the aggregates and, when recording, emits the event: for targets without the
@@ -38,11 +44,7 @@ static __always_inline int on_drain(bool book, long carrier, long depth, long fi
 	if (!s || s->exited)
 		return 0;
 	if (book) {
-		s->drains++;
-		s->drain_depth_sum += depth;
-		HIST_INC(s->drain_depth_hist, linear_slot(depth, PLATOON_BATCH_SLOTS), PLATOON_BATCH_SLOTS);
-		s->drain_fibers_run += fibers_run;
-		s->drain_ns += ns;
+		PLATOON_ON_DRAIN(BOOK_ADD, BOOK_ADD_SLOT, depth, fibers_run, ns)
 	}
 	if (targ_events)
 		emit_runtime(PLATOON_EV_DRAIN, s->tid, now, carrier, depth, fibers_run);
@@ -57,8 +59,7 @@ static __always_inline int on_steal(bool book, long thief, long victim, long cou
 	if (!s || s->exited)
 		return 0;
 	if (book) {
-		s->steals++;
-		s->stolen_fibers += count;
+		PLATOON_ON_STEAL(BOOK_ADD, count)
 	}
 	if (targ_events)
 		emit_runtime(PLATOON_EV_STEAL, s->tid, now, thief, victim, count);

@@ -174,7 +174,7 @@ uint32_t Carrier::drain() {
   if (depth == 0) return 0;
   // Read once: a tracer that attaches mid-drain is counted from the next drain on.
   const bool book = PLATOON_PROBE_ENABLED(stats);
-  stats_.queue_depth_hwm.max(depth);
+  stats_.queue_depth_high_water.max(depth);
   PLATOON_PROBE2(drain_start, index, depth);
   const uint64_t start = now_ns();
   const BudgetClock& clock = BudgetClock::get();
@@ -358,7 +358,7 @@ CarrierStats Carrier::snapshot() const {
   CarrierStats s;
   s.index = index;
   s.name = name;
-#define PLATOON_COPY_COUNTER(member, writer, kind, metric, help) s.member = stats_.member.get();
+#define PLATOON_COPY_COUNTER(member, writer, family, help) s.member = stats_.member.get();
   PLATOON_CARRIER_COUNTERS(PLATOON_COPY_COUNTER)
 #undef PLATOON_COPY_COUNTER
   return s;

@@ -11,6 +11,17 @@ static_assert(sizeof(platoon_runtime_stats_slot) % 64 == 0, "slots are whole cac
 static_assert(offsetof(platoon_runtime_stats_slot, seq) == 0, "the reader reads seq at offset 0");
 static_assert(sizeof(void*) == sizeof(uint64_t), "the reader reads `slots` as a 64-bit address");
 
+// The slot layout of PLATOON_RUNTIME_STATS_VERSION 1, as a reader in another process (another
+// build of platoon) knows it: a change to the counter list that moves these is a new version.
+static_assert(offsetof(platoon_runtime_stats_slot, drains) == 16);
+static_assert(offsetof(platoon_runtime_stats_slot, drain_depth_sum) == 24);
+static_assert(offsetof(platoon_runtime_stats_slot, drain_fibers_run) == 32);
+static_assert(offsetof(platoon_runtime_stats_slot, drain_ns) == 40);
+static_assert(offsetof(platoon_runtime_stats_slot, steals) == 48);
+static_assert(offsetof(platoon_runtime_stats_slot, stolen_fibers) == 56);
+static_assert(offsetof(platoon_runtime_stats_slot, drain_depth_hist) == 64);
+static_assert(PLATOON_DRAIN_DEPTH_SLOTS == 65 && sizeof(platoon_runtime_stats_slot) == 640);
+
 // C linkage from the declaration. Constant-initialised (.data): the magic is readable before any carrier starts. `used` and
 // default visibility keep the symbol in the image (and in .dynsym of a shared runtime) for a
 // tracer's symbol lookup even though nothing here names it.
@@ -19,7 +30,7 @@ __attribute__((used, visibility("default"))) platoon_runtime_stats_header platoo
     PLATOON_RUNTIME_STATS_VERSION,
     sizeof(platoon_runtime_stats_slot),
     PLATOON_RUNTIME_STATS_MAX_SLOTS,
-    PLATOON_RUNTIME_STATS_DEPTH_SLOTS,
+    PLATOON_DRAIN_DEPTH_SLOTS,
     0,
     0,
     0,
@@ -61,9 +72,12 @@ StatsSlot StatsSlot::claim(pid_t tid) {
   // with the previous owner's counts.
   slot.begin();
   std::atomic_ref<int32_t>(s->tid).store(tid, std::memory_order_relaxed);
-  for (uint64_t* f : {&s->drains, &s->depth_sum, &s->fibers_run, &s->drain_ns, &s->steals, &s->stolen})
-    std::atomic_ref<uint64_t>(*f).store(0, std::memory_order_relaxed);
-  for (uint64_t& h : s->depth_hist) std::atomic_ref<uint64_t>(h).store(0, std::memory_order_relaxed);
+#define PLATOON_ZERO_COUNTER(name) std::atomic_ref<uint64_t>(s->name).store(0, std::memory_order_relaxed);
+#define PLATOON_ZERO_HIST(name, slots) \
+  for (uint64_t& h : s->name) std::atomic_ref<uint64_t>(h).store(0, std::memory_order_relaxed);
+  PLATOON_DRAIN_COUNTERS(PLATOON_ZERO_COUNTER, PLATOON_ZERO_HIST)
+#undef PLATOON_ZERO_COUNTER
+#undef PLATOON_ZERO_HIST
   slot.end();
   return slot;
 }

@@ -21,12 +21,13 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 
-// The depth histogram: slot i = depth i for 0..63, slot 64 = 64 or more (linear_slot in
-// bpf/bits.bpf.h). Equal to PLATOON_BATCH_SLOTS; the reader static_asserts it.
-#define PLATOON_RUNTIME_STATS_DEPTH_SLOTS 65
+#include "runtime/drain_counters.h"
+
 #define PLATOON_RUNTIME_STATS_MAX_SLOTS 256
 #define PLATOON_RUNTIME_STATS_MAGIC 0x53544154534c5450ull  // "PLTSTATS" little-endian
 #define PLATOON_RUNTIME_STATS_VERSION 1u
@@ -38,13 +39,16 @@ struct alignas(64) platoon_runtime_stats_slot {
   int32_t tid;           // gettid() of the carrier thread; kept after release
   uint32_t in_use;       // 1 while the thread runs
   uint32_t pad;
-  uint64_t drains;       // drains that found fibers queued (depth > 0)
-  uint64_t depth_sum;    // queue depth at their start, summed
-  uint64_t fibers_run;
-  uint64_t drain_ns;     // now_ns() at the end minus at the start, summed
-  uint64_t steals;       // successful steals by this thread as thief
-  uint64_t stolen;       // fibers they took
-  uint64_t depth_hist[PLATOON_RUNTIME_STATS_DEPTH_SLOTS];
+  // The counters of PLATOON_DRAIN_COUNTERS, then its histograms (stats_table.cpp pins the
+  // offsets: a reader in another process knows them).
+#define PLATOON_SLOT_COUNTER(name) uint64_t name;
+#define PLATOON_SLOT_HIST(name, slots) uint64_t name[slots];
+#define PLATOON_SLOT_SKIP(...)
+  PLATOON_DRAIN_COUNTERS(PLATOON_SLOT_COUNTER, PLATOON_SLOT_SKIP)
+  PLATOON_DRAIN_COUNTERS(PLATOON_SLOT_SKIP, PLATOON_SLOT_HIST)
+#undef PLATOON_SLOT_COUNTER
+#undef PLATOON_SLOT_HIST
+#undef PLATOON_SLOT_SKIP
 };
 
 struct platoon_runtime_stats_header {
@@ -80,23 +84,22 @@ class StatsSlot {
   int index() const;  // -1 when empty
 
   // The carrier's own thread only (single writer).
+#define PLATOON_SLOT_ADD(name, n) bump(slot_->name, n);
+#define PLATOON_SLOT_ADD_SLOT(name, i) bump(slot_->name[std::min<uint64_t>(i, std::size(slot_->name) - 1)], 1);
   void drain(uint32_t depth, uint32_t fibers_run, uint64_t ns) {
     if (!slot_) return;
     begin();
-    bump(slot_->drains, 1);
-    bump(slot_->depth_sum, depth);
-    bump(slot_->depth_hist[depth < PLATOON_RUNTIME_STATS_DEPTH_SLOTS - 1 ? depth : PLATOON_RUNTIME_STATS_DEPTH_SLOTS - 1], 1);
-    bump(slot_->fibers_run, fibers_run);
-    bump(slot_->drain_ns, ns);
+    PLATOON_ON_DRAIN(PLATOON_SLOT_ADD, PLATOON_SLOT_ADD_SLOT, depth, fibers_run, ns)
     end();
   }
   void steal(uint32_t count) {
     if (!slot_) return;
     begin();
-    bump(slot_->steals, 1);
-    bump(slot_->stolen, count);
+    PLATOON_ON_STEAL(PLATOON_SLOT_ADD, count)
     end();
   }
+#undef PLATOON_SLOT_ADD
+#undef PLATOON_SLOT_ADD_SLOT
 
   void release();
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bench/runtime_bench/bench.hpp"
+#include "server/common/json.hpp"
 
 namespace platoon::bench {
 
@@ -24,26 +25,7 @@ double percentile(std::vector<double> v, double p) {  // nearest rank
   return v[std::min(rank, v.size()) - 1];
 }
 
-std::string jstr(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char b[8];
-          std::snprintf(b, sizeof b, "\\u%04x", c);
-          o += b;
-        } else {
-          o += c;
-        }
-    }
-  }
-  return o + "\"";
-}
+std::string jstr(const std::string& s) { return json::quoted(s); }
 
 std::string jnum(double v) {
   if (!std::isfinite(v)) return "null";

@@ -20,9 +20,6 @@
 
 namespace platoon::bpf {
 
-static_assert(PLATOON_RUNTIME_STATS_DEPTH_SLOTS == PLATOON_BATCH_SLOTS,
-              "the runtime's depth histogram and the kernel's drain_depth_hist must have the same slots");
-
 namespace {
 
 constexpr const char* kSymbol = "platoon_runtime_stats";
@@ -121,26 +118,61 @@ bool read_remote(pid_t pid, uint64_t addr, void* out, size_t len) {
 
 RuntimeCounts minus(const RuntimeCounts& a, const RuntimeCounts& b) {
   RuntimeCounts d;
-  d.drains = a.drains - b.drains;
-  d.depth_sum = a.depth_sum - b.depth_sum;
-  d.fibers_run = a.fibers_run - b.fibers_run;
-  d.drain_ns = a.drain_ns - b.drain_ns;
-  d.steals = a.steals - b.steals;
-  d.stolen = a.stolen - b.stolen;
-  for (size_t i = 0; i < d.depth_hist.size(); ++i) d.depth_hist[i] = a.depth_hist[i] - b.depth_hist[i];
+#define PLATOON_MINUS_COUNTER(name) d.name = a.name - b.name;
+#define PLATOON_MINUS_HIST(name, slots) \
+  for (size_t i = 0; i < d.name.size(); ++i) d.name[i] = a.name[i] - b.name[i];
+  PLATOON_DRAIN_COUNTERS(PLATOON_MINUS_COUNTER, PLATOON_MINUS_HIST)
+#undef PLATOON_MINUS_COUNTER
+#undef PLATOON_MINUS_HIST
   return d;
 }
 
 // Every counter only grows while one thread holds the slot; a drop means a new owner (same
 // tid number reused), whose counts started from zero.
 bool covers(const RuntimeCounts& a, const RuntimeCounts& b) {
-  if (a.drains < b.drains || a.depth_sum < b.depth_sum || a.fibers_run < b.fibers_run || a.drain_ns < b.drain_ns ||
-      a.steals < b.steals || a.stolen < b.stolen)
-    return false;
-  for (size_t i = 0; i < a.depth_hist.size(); ++i)
-    if (a.depth_hist[i] < b.depth_hist[i]) return false;
+#define PLATOON_COVERS_COUNTER(name) \
+  if (a.name < b.name) return false;
+#define PLATOON_COVERS_HIST(name, slots) \
+  for (size_t i = 0; i < a.name.size(); ++i)     \
+    if (a.name[i] < b.name[i]) return false;
+  PLATOON_DRAIN_COUNTERS(PLATOON_COVERS_COUNTER, PLATOON_COVERS_HIST)
+#undef PLATOON_COVERS_COUNTER
+#undef PLATOON_COVERS_HIST
   return true;
 }
+
+// Copies every counter between two structs that name them as the list does: the slot,
+// RuntimeCounts and ThreadSample.
+template <typename From, typename To>
+void copy_counts(const From& from, To& to) {
+#define PLATOON_COPY_COUNTER(name) to.name = from.name;
+#define PLATOON_COPY_HIST(name, slots)                                              \
+  static_assert(sizeof from.name == sizeof to.name, #name ": histograms differ"); \
+  std::copy(std::begin(from.name), std::end(from.name), std::begin(to.name));
+  PLATOON_DRAIN_COUNTERS(PLATOON_COPY_COUNTER, PLATOON_COPY_HIST)
+#undef PLATOON_COPY_COUNTER
+#undef PLATOON_COPY_HIST
+}
+
+// Every counter of the list is booked by a drain or a steal (PLATOON_ON_DRAIN, PLATOON_ON_STEAL
+// in runtime/drain_counters.h): one listed but booked by neither would read zero forever.
+constexpr bool every_counter_booked() {
+  RuntimeCounts c;
+#define PLATOON_BOOK_ADD(name, n) c.name += n;
+#define PLATOON_BOOK_ADD_SLOT(name, i) ++c.name[i];
+  PLATOON_ON_DRAIN(PLATOON_BOOK_ADD, PLATOON_BOOK_ADD_SLOT, 1, 1, 1)
+  PLATOON_ON_STEAL(PLATOON_BOOK_ADD, 1)
+#undef PLATOON_BOOK_ADD
+#undef PLATOON_BOOK_ADD_SLOT
+  bool all = true;
+#define PLATOON_BOOKED_COUNTER(name) all = all && c.name > 0;
+#define PLATOON_BOOKED_HIST(name, slots) all = all && c.name[1] > 0;
+  PLATOON_DRAIN_COUNTERS(PLATOON_BOOKED_COUNTER, PLATOON_BOOKED_HIST)
+#undef PLATOON_BOOKED_COUNTER
+#undef PLATOON_BOOKED_HIST
+  return all;
+}
+static_assert(every_counter_booked(), "a counter of PLATOON_DRAIN_COUNTERS that no event books");
 
 }  // namespace
 
@@ -197,7 +229,7 @@ bool RuntimeStatsReader::read_header(uint64_t* slots_addr, uint32_t* used, std::
   if (!read_remote(pid_, addr_, &h, sizeof h))
     return *why = "cannot read the runtime stats table: " + std::string(std::strerror(errno)), false;
   if (h.magic != PLATOON_RUNTIME_STATS_MAGIC || h.version != PLATOON_RUNTIME_STATS_VERSION ||
-      h.slot_bytes != sizeof(platoon_runtime_stats_slot) || h.depth_slots != PLATOON_BATCH_SLOTS ||
+      h.slot_bytes != sizeof(platoon_runtime_stats_slot) || h.depth_slots != PLATOON_DRAIN_DEPTH_SLOTS ||
       h.max_slots == 0 || h.max_slots > kMaxSlots) {
     std::ostringstream s;
     s << "runtime stats table of another layout (version " << h.version << ", " << h.slot_bytes << "-byte slots)";
@@ -250,13 +282,7 @@ std::vector<std::optional<RuntimeStatsReader::Slot>> RuntimeStatsReader::read_sl
         if (s.tid <= 0) continue;  // never claimed, or being claimed
         Slot r;
         r.tid = s.tid;
-        r.counts.drains = s.drains;
-        r.counts.depth_sum = s.depth_sum;
-        r.counts.fibers_run = s.fibers_run;
-        r.counts.drain_ns = s.drain_ns;
-        r.counts.steals = s.steals;
-        r.counts.stolen = s.stolen;
-        std::copy(std::begin(s.depth_hist), std::end(s.depth_hist), r.counts.depth_hist.begin());
+        copy_counts(s, r.counts);
         out[todo[b + k]] = r;
       }
     }
@@ -291,14 +317,7 @@ void RuntimeStatsReader::fill(std::vector<model::ThreadSample>& threads) {
     if (t.pid != static_cast<uint32_t>(pid_)) continue;
     auto it = counts.find(static_cast<pid_t>(t.tid));
     if (it == counts.end()) continue;
-    const RuntimeCounts& c = it->second;
-    t.drains = c.drains;
-    t.drain_depth_sum = c.depth_sum;
-    t.drain_fibers_run = c.fibers_run;
-    t.drain_ns = c.drain_ns;
-    t.steals = c.steals;
-    t.stolen_fibers = c.stolen;
-    std::copy(c.depth_hist.begin(), c.depth_hist.end(), t.drain_depth_hist.begin());
+    copy_counts(it->second, t);
   }
 }
 

@@ -22,14 +22,19 @@
 #include <utility>
 #include <vector>
 
-#include "bpf/platoon.h"
 #include "bpf/snapshot/snapshot.hpp"
+#include "runtime/drain_counters.h"
 
 namespace platoon::bpf {
 
+// One carrier's counters: a member per entry of PLATOON_DRAIN_COUNTERS, named as there (and as
+// in the slot and in ThreadSample, so copying between them goes by name).
 struct RuntimeCounts {
-  uint64_t drains = 0, depth_sum = 0, fibers_run = 0, drain_ns = 0, steals = 0, stolen = 0;
-  std::array<uint64_t, PLATOON_BATCH_SLOTS> depth_hist{};
+#define PLATOON_COUNTS_COUNTER(name) uint64_t name = 0;
+#define PLATOON_COUNTS_HIST(name, slots) std::array<uint64_t, slots> name{};
+  PLATOON_DRAIN_COUNTERS(PLATOON_COUNTS_COUNTER, PLATOON_COUNTS_HIST)
+#undef PLATOON_COUNTS_COUNTER
+#undef PLATOON_COUNTS_HIST
 };
 
 // The table's address in the process, or nullopt with why (one line).

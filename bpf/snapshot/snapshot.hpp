@@ -19,6 +19,8 @@ namespace platoon::model {
 
 inline constexpr int kRunqSlots = PLATOON_RUNQ_SLOTS;    // log2 ns
 inline constexpr int kBatchSlots = PLATOON_BATCH_SLOTS;  // 0..63, last = 64+
+static_assert(PLATOON_DRAIN_DEPTH_SLOTS == PLATOON_BATCH_SLOTS,
+              "drain_depth_hist is read as a linear histogram of kBatchSlots, as io_events_hist");
 inline constexpr int kMaxCpus = PLATOON_MAX_CPUS;
 
 enum class Source : uint8_t { bpf = 0, procfs = 1 };

@@ -13,12 +13,16 @@
 //   HIST(name, slots)    std::array<uint64_t, slots> of counters, one per slot
 //   PER_CPU(name)        std::vector<uint64_t>, one counter per CPU; its length varies with the
 //                        producer, so each user handles it by name
-// Every name is also the kernel's, in struct platoon_thread_stats (bpf/platoon.h).
+// Every name is also the kernel's, in struct platoon_thread_stats (bpf/platoon.h). The runtime's
+// drain and steal counters are its own list (runtime/drain_counters.h, in these kinds), which
+// the runtime's stats table and the kernel's struct expand too.
 //
 // Not in the list, handled by name everywhere: the identity and state fields (tid, pid, comm,
 // exited, first_seen_ns, last_cpu), and cpu_overflow, which the format stores in the SNAP
 // chunk's minor-1 tail instead of among these.
 #pragma once
+
+#include "runtime/drain_counters.h"
 
 #define PLATOON_THREAD_FIELDS(COUNTER, MAX, HIST, PER_CPU)                                 \
   /* scheduler (kFieldRunWait, kFieldSwitches, kFieldMigrations, kFieldWakeups) */          \
@@ -39,14 +43,8 @@
   COUNTER(io_events)             /* ready events they returned */                           \
   COUNTER(io_blocked_ns)         /* time inside the calls */                                \
   HIST(io_events_hist, kBatchSlots)                                                         \
-  /* runtime USDT probes (kFieldDrain) */                                                   \
-  COUNTER(drains)                                                                           \
-  COUNTER(drain_depth_sum)                                                                  \
-  HIST(drain_depth_hist, kBatchSlots)                                                       \
-  COUNTER(drain_fibers_run)                                                                 \
-  COUNTER(drain_ns)                                                                         \
-  COUNTER(steals)                /* steal operations as thief */                            \
-  COUNTER(stolen_fibers)                                                                    \
+  /* runtime drains and steals (kFieldDrain), as the runtime lists them */                 \
+  PLATOON_DRAIN_COUNTERS(COUNTER, HIST)                                                     \
   COUNTER(polls)                                                                            \
   COUNTER(poll_events)
 

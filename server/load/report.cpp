@@ -9,6 +9,8 @@
 #include <cstring>
 #include <string>
 
+#include "server/common/json.hpp"
+
 namespace platoon::load {
 
 namespace {
@@ -126,23 +128,6 @@ void json_percentiles(std::FILE* f, const Histogram& h) {
                h.mean() / kNsPerUs, h.stddev() / kNsPerUs, static_cast<long long>(h.count()));
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 void print_header(std::FILE* out, const Config& cfg) {
@@ -211,7 +196,7 @@ bool write_json(const std::string& path, const Config& cfg, const ThreadStats& t
   }
   const Errors& e = t.errors;
   const double rate = duration_s > 0 ? double(t.requests) / duration_s : 0;
-  std::fprintf(f, "{\n  \"url\": %s,\n", json_string(cfg.url.text).c_str());
+  std::fprintf(f, "{\n  \"url\": %s,\n", json::quoted(cfg.url.text).c_str());
   std::fprintf(f, "  \"requests\": %llu,\n", static_cast<unsigned long long>(t.requests));
   std::fprintf(f, "  \"errors\": %llu,\n", static_cast<unsigned long long>(e.total()));
   std::fprintf(f, "  \"timeouts\": %llu,\n", static_cast<unsigned long long>(e.timeout));

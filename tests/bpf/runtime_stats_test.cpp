@@ -264,7 +264,7 @@ TEST_F(RuntimeStatsTest, DetachedProcessPaysNothing) {
   ASSERT_EQ(w.run(10, 20).size(), 1u);
   auto counts = reader->read();
   EXPECT_EQ(counts.count(tid) ? counts.at(tid).drains : 0u, 0u) << "semaphore down: table unchanged";
-  EXPECT_EQ(counts.count(tid) ? counts.at(tid).fibers_run : 0u, 0u);
+  EXPECT_EQ(counts.count(tid) ? counts.at(tid).drain_fibers_run : 0u, 0u);
 
   uint64_t during = 0;
   {
@@ -280,12 +280,12 @@ TEST_F(RuntimeStatsTest, DetachedProcessPaysNothing) {
     counts = reader->read();
     ASSERT_TRUE(counts.count(tid));
     EXPECT_EQ(counts.at(tid).drains, t->drains) << "the same table, read by both";
-    during = counts.at(tid).fibers_run;
+    during = counts.at(tid).drain_fibers_run;
     EXPECT_EQ(during, 10u * 21u);
   }
   ASSERT_EQ(w.run(10, 20).size(), 1u);
   counts = reader->read();
-  EXPECT_EQ(counts.at(tid).fibers_run, during) << "detached again: the semaphore dropped, the table stopped";
+  EXPECT_EQ(counts.at(tid).drain_fibers_run, during) << "detached again: the semaphore dropped, the table stopped";
 }
 
 // A process without the table (this test binary has no runtime): drains and steals are booked

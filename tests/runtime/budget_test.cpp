@@ -153,7 +153,7 @@ TEST(BudgetTest, SaturatedCarrierPollsEveryBudgetPlusOneFiber) {
   }
   ASSERT_EQ(stats.size(), 1u);
   EXPECT_GE(stats[0].budget_cuts, 1000u);
-  EXPECT_GE(stats[0].queue_depth_hwm, static_cast<uint64_t>(kFibers) - 1);
+  EXPECT_GE(stats[0].queue_depth_high_water, static_cast<uint64_t>(kFibers) - 1);
 
   // The gap bound: budget + one fiber (60 us) plus the loop's own overhead (the poll syscall,
   // fiber switches, the observer). Asserted on the median and the 90th percentile, not the

@@ -41,7 +41,7 @@ TEST(StatsTable, HeaderDescribesTheLayout) {
   EXPECT_EQ(platoon_runtime_stats.version, PLATOON_RUNTIME_STATS_VERSION);
   EXPECT_EQ(platoon_runtime_stats.slot_bytes, sizeof(platoon_runtime_stats_slot));
   EXPECT_EQ(platoon_runtime_stats.max_slots, uint32_t{PLATOON_RUNTIME_STATS_MAX_SLOTS});
-  EXPECT_EQ(platoon_runtime_stats.depth_slots, uint32_t{PLATOON_RUNTIME_STATS_DEPTH_SLOTS});
+  EXPECT_EQ(platoon_runtime_stats.depth_slots, uint32_t{PLATOON_DRAIN_DEPTH_SLOTS});
   EXPECT_NE(platoon_runtime_stats.slots, nullptr);
 }
 
@@ -59,13 +59,13 @@ TEST(StatsTable, ClaimBookReleaseAndReuse) {
   a.drain(70, 5, 100);  // depth 64 or more: the last histogram slot
   a.steal(4);
   EXPECT_EQ(s.drains, 2u);
-  EXPECT_EQ(s.depth_sum, 73u);
-  EXPECT_EQ(s.depth_hist[3], 1u);
-  EXPECT_EQ(s.depth_hist[PLATOON_RUNTIME_STATS_DEPTH_SLOTS - 1], 1u);
-  EXPECT_EQ(s.fibers_run, 8u);
+  EXPECT_EQ(s.drain_depth_sum, 73u);
+  EXPECT_EQ(s.drain_depth_hist[3], 1u);
+  EXPECT_EQ(s.drain_depth_hist[PLATOON_DRAIN_DEPTH_SLOTS - 1], 1u);
+  EXPECT_EQ(s.drain_fibers_run, 8u);
   EXPECT_EQ(s.drain_ns, 600u);
   EXPECT_EQ(s.steals, 1u);
-  EXPECT_EQ(s.stolen, 4u);
+  EXPECT_EQ(s.stolen_fibers, 4u);
   EXPECT_EQ(s.seq % 2, 0u) << "the seqlock is even between updates";
   EXPECT_EQ(s.seq, seq0 + 2u * 3u) << "three updates, two increments each";
   const int index = a.index();
@@ -96,7 +96,7 @@ TEST(StatsTable, ClaimBookReleaseAndReuse) {
   }
   EXPECT_EQ(s.tid, 1000 + static_cast<int>(reused));
   EXPECT_EQ(s.drains, 0u);
-  EXPECT_EQ(s.depth_hist[3], 0u);
+  EXPECT_EQ(s.drain_depth_hist[3], 0u);
   EXPECT_FALSE(rt::StatsSlot::claim(5)) << "full";
   EXPECT_EQ(platoon_runtime_stats.overflow, overflow0 + 2);
   all.clear();
@@ -131,20 +131,20 @@ TEST(StatsTable, CarriersBookOnlyWhileTheSemaphoreIsRaised) {
     Raised raised;
     work();
     // The drain that ran the last fiber books just after it finished: wait for the counts.
-    ASSERT_TRUE(wait_until([&] { return ld(s.fibers_run) ==
+    ASSERT_TRUE(wait_until([&] { return ld(s.drain_fibers_run) ==
                                         runtime.stats().at(0).fibers_run - run0; }, 5s));
   }
   const uint64_t ran = runtime.stats().at(0).fibers_run - run0;
   EXPECT_EQ(ran, uint64_t{kFibers} * (kYields + 1));
-  EXPECT_EQ(ld(s.fibers_run), ran);
+  EXPECT_EQ(ld(s.drain_fibers_run), ran);
   const uint64_t drains = ld(s.drains);
   EXPECT_GE(drains, 1u);
   EXPECT_LE(drains, ran);
   uint64_t hist = 0;
-  for (const uint64_t& h : s.depth_hist) hist += ld(h);
+  for (const uint64_t& h : s.drain_depth_hist) hist += ld(h);
   EXPECT_EQ(hist, drains);
-  EXPECT_EQ(ld(s.depth_hist[0]), 0u) << "a drain is booked only when fibers were queued";
-  EXPECT_GE(ld(s.depth_sum), drains);
+  EXPECT_EQ(ld(s.drain_depth_hist[0]), 0u) << "a drain is booked only when fibers were queued";
+  EXPECT_GE(ld(s.drain_depth_sum), drains);
   runtime.shutdown();
   EXPECT_EQ(ld(s.in_use), 0u) << "released when the carrier thread ends";
 }
