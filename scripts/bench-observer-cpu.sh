@@ -7,7 +7,7 @@
 #   - each window opens --settle seconds after the tracer is attached and lasts --duration; its
 #     requests are the server's own count (GET /metrics) and its CPU its threads' schedstat;
 #   - build/bin/speedometer on the server's CPU times the same 0.1 ms of work every 20 ms: the
-#     CPU's speed in that window (this VM's CPUs change speed by several percent from minute to
+#     CPU's speed in that window (a VM's CPUs can change speed by several percent from minute to
 #     minute, unseen by steal time); each window's CPU per request is also given divided by it;
 #   - the summary (scripts/observer_cpu_summary.py) is the 10%-trimmed mean of the per-round
 #     paired changes with its 90% bootstrap interval, and a control: the speedometer's own change

@@ -8,7 +8,7 @@
 //   drain_off_ns / drain_on_ns       a real drain on a carrier: a fiber yielding in a loop
 //                                    under a 1 us budget, time per drain (from the table's
 //                                    drain count); on - off is the booking's cost in place,
-//                                    within this machine's noise (a drain here is ~4 us)
+//                                    within run-to-run noise (a drain is ~4 us on kernel 6.18)
 //
 // usage: drain_stats_bench [--reps N] [--json FILE]
 //        drain_stats_bench --workload ...   (a test workload: see workload.cpp)

@@ -1,8 +1,8 @@
 // What platoon's BPF programs cost, through the kernel's run-time stats, in the mode asked for
 // (model::BpfStatsMode).
 //
-// Counting costs two clock reads per program run, about 40 ns in this VM: a fifth of the switch
-// hook and a third of the epoll hook. So by default the stats are sampled: a thread turns them
+// Counting costs two clock reads per program run, about 40 ns (kernel 6.18; docs/record-report.md,
+// "Counting adds two clock reads"): a fifth of the switch hook and a third of the epoll hook. So by default the stats are sampled: a thread turns them
 // on (BpfStatsHold) for kStatsSampleOnNs at the start of every kStatsSamplePeriodNs, reads the
 // programs' counters just after turning them on and just before turning them off, and sums
 // what each window counted and how long it was open. A rate is then counted work over counted

@@ -57,7 +57,7 @@ struct CollectorOptions {
   // stay cumulative while the map holds only the pairs that are active. 0: never.
   double pair_idle_s = 10.0;
   // Per-CPU switch-in slots per thread, at most PLATOON_MAX_CPUS; switch-ins on CPUs beyond
-  // land in ThreadSample::cpu_overflow. Lowered only by tests (this machine has 2 CPUs).
+  // land in ThreadSample::cpu_overflow. Lowered only by tests (to see overflow on a 2-CPU machine).
   uint32_t cpu_slots = PLATOON_MAX_CPUS;
 };
 

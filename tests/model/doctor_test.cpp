@@ -190,7 +190,7 @@ TEST(DoctorWaiting, CriticalAtTenPercentAbsentBelowThree) {
 
 TEST(DoctorWaiting, WithEventsOnlyTheContendedWaitCounts) {
   // 6% tracepoint wait, but every wait ends with a switch from the idle task: the CPU waking
-  // up, not another task holding it (the pinned carrier on this VM).
+  // up, not another task holding it (a pinned carrier on an idle machine).
   Scenario s;
   s.carrier(11, "carrier-0", 40, 6);
   const Window w = s.window();

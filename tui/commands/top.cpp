@@ -22,6 +22,7 @@
 #include "tui/analysis/window.hpp"
 #include "tui/trace/replay_source.hpp"
 #include "tui/commands/version.hpp"
+#include "tui/dashboard/views/batch_text.hpp"
 #include "tui/dashboard/views/screen.hpp"
 
 namespace platoon::cli {

@@ -6,7 +6,9 @@
 #include <string>
 
 #include "tui/dashboard/state/top_state.hpp"
-#include "tui/dashboard/views/text.hpp"
+#include "tui/dashboard/views/detail_sections.hpp"
+#include "tui/dashboard/views/header_text.hpp"
+#include "tui/dashboard/views/table_text.hpp"
 
 namespace platoon::tui {
 

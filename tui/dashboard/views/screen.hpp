@@ -7,7 +7,7 @@
 #include <string>
 
 #include "tui/dashboard/state/top_state.hpp"
-#include "tui/dashboard/views/text.hpp"
+#include "tui/dashboard/views/glyphs.hpp"
 
 namespace platoon::tui {
 
