@@ -47,8 +47,8 @@ struct DrainWindow {           // runtime drains (platoon-runtime targets only)
 
 // Why a thread (or a process) waited, in % of the window's wall time: the parts of wait_pct
 // (bpf/wait_split.bpf.h says how each is measured). contended_pct is the rest, the wait behind
-// other tasks; a source without the split (procfs, recordings before format 1.2) books all of
-// the wait there.
+// other tasks; a source without the split (kFieldWaitSplit unset: procfs, older recordings)
+// books all of the wait there.
 struct WaitSplit {
   double contended_pct = 0;
   double throttled_pct = 0;    // its group was throttled by its CPU quota
