@@ -172,7 +172,9 @@ COLLECTOR_LIBS := -lbpf -lelf -lz
 $(eval $(call archive,MODEL,$(wildcard tui/trace/*.cpp tui/analysis/*.cpp tui/outputs/*.cpp tui/metrics/*.cpp tui/dashboard/state/*.cpp),platoon-model))
 MODEL_LIBS := -lz -lzstd -lfmt
 
-PLATOON_SRC := $(wildcard tui/commands/*.cpp tui/dashboard/views/*.cpp tui/dashboard/input/*.cpp)
+# The program's own parts: the commands, the dashboard's drawing and keys, and the exporter's
+# HTTP listener (libevent, linked here only).
+PLATOON_SRC := $(wildcard tui/commands/*.cpp tui/http/*.cpp tui/dashboard/views/*.cpp tui/dashboard/input/*.cpp)
 PLATOON_OBJ := $(PLATOON_SRC:%.cpp=$(OBJ)/%.o)
 OBJS += $(PLATOON_OBJ)
 PLATOON_BIN := $(if $(PLATOON_SRC),$(BIN)/platoon)

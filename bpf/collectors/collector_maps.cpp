@@ -59,11 +59,9 @@ model::ThreadSample thread_sample(const platoon_thread_stats& v, uint64_t now, i
   std::copy(std::begin(v.name), std::end(v.name), t.name.begin());
 #define PLATOON_COPY_PER_CPU(name) t.name.assign(v.name, v.name + cpus);
   PLATOON_THREAD_FIELDS(PLATOON_COPY_U64, PLATOON_COPY_U64, PLATOON_COPY_HIST, PLATOON_COPY_PER_CPU)
-  PLATOON_THREAD_TAIL_FIELDS(PLATOON_COPY_U64)
 #undef PLATOON_COPY_U64
 #undef PLATOON_COPY_HIST
 #undef PLATOON_COPY_PER_CPU
-  t.cpu_overflow = v.cpu_overflow;
   // The interval in progress counts up to now, so a thread that never switches (a spinner
   // alone on its CPU) still shows its time. The copy may be torn against a concurrent
   // update; the start <= now check keeps a torn read from adding garbage. Some switches away

@@ -37,7 +37,7 @@ enum Field : uint32_t {
   kFieldIo = 1u << 6,           // epoll cycles and histogram
   kFieldDrain = 1u << 7,        // runtime USDT: drains, queue depth, steals
   kFieldWakeups = 1u << 8,
-  kFieldWaitSplit = 1u << 9,    // wait_throttled_ns .. wait_idle_exit_ns (format 1.2)
+  kFieldWaitSplit = 1u << 9,    // wait_throttled_ns .. wait_idle_exit_ns
   kFieldWaitIrq = 1u << 10,     // wait_irq_ns is measured: the kernel accounts IRQ time
   kFieldsBpf = 0x7ff,
   kFieldsProcfs = kFieldRunWait | kFieldSwitches | kFieldMigrations,
@@ -60,52 +60,30 @@ struct ThreadSample {
 #define PLATOON_DECLARE_HIST(name, slots) std::array<uint64_t, slots> name{};
 #define PLATOON_DECLARE_PER_CPU(name) std::vector<uint64_t> name;
   PLATOON_THREAD_FIELDS(PLATOON_DECLARE_U64, PLATOON_DECLARE_U64, PLATOON_DECLARE_HIST, PLATOON_DECLARE_PER_CPU)
-  PLATOON_THREAD_TAIL_FIELDS(PLATOON_DECLARE_U64)
 #undef PLATOON_DECLARE_U64
 #undef PLATOON_DECLARE_HIST
 #undef PLATOON_DECLARE_PER_CPU
-
-  // A counter outside the list: the trace format stores it in the SNAP chunk's minor-1 tail.
-  uint64_t cpu_overflow = 0;            // switch-ins on CPUs without a slot (>= kMaxCpus)
 };
 
-// Calls, in the lists' order (the trace format's), one of the visitor's
+// Calls, in the list's order (the trace format's), one of the visitor's
 //   counter(uint64_t ThreadSample::*, const char* name)
 //   maximum(uint64_t ThreadSample::*, const char* name)
 //   hist(std::array<uint64_t, N> ThreadSample::*, const char* name)
 //   per_cpu(std::vector<uint64_t> ThreadSample::*, const char* name)
-// for each entry of PLATOON_THREAD_FIELDS (for_each_inline_field), of PLATOON_THREAD_TAIL_FIELDS
-// (for_each_tail_field, counters only), or both (for_each_thread_field). The trace codec needs
-// the two apart (the tail is stored after the threads); everyone else visits both.
+// for each entry of PLATOON_THREAD_FIELDS. constexpr, so that a visitor can also count and
+// check the list at compile time (the trace codec does).
 #define PLATOON_VISIT_COUNTER(name) v.counter(&ThreadSample::name, #name);
 #define PLATOON_VISIT_MAX(name) v.maximum(&ThreadSample::name, #name);
 #define PLATOON_VISIT_HIST(name, slots) v.hist(&ThreadSample::name, #name);
 #define PLATOON_VISIT_PER_CPU(name) v.per_cpu(&ThreadSample::name, #name);
 template <typename Visitor>
-void for_each_inline_field(Visitor&& v) {
+constexpr void for_each_thread_field(Visitor&& v) {
   PLATOON_THREAD_FIELDS(PLATOON_VISIT_COUNTER, PLATOON_VISIT_MAX, PLATOON_VISIT_HIST, PLATOON_VISIT_PER_CPU)
-}
-template <typename Visitor>
-void for_each_tail_field(Visitor&& v) {
-  PLATOON_THREAD_TAIL_FIELDS(PLATOON_VISIT_COUNTER)
 }
 #undef PLATOON_VISIT_COUNTER
 #undef PLATOON_VISIT_MAX
 #undef PLATOON_VISIT_HIST
 #undef PLATOON_VISIT_PER_CPU
-template <typename Visitor>
-void for_each_thread_field(Visitor&& v) {
-  for_each_inline_field(v);
-  for_each_tail_field(v);
-}
-// How many counters the tail list holds (the format stores the number, so a newer minor can append).
-inline constexpr size_t kTailFields = [] {
-  size_t n = 0;
-#define PLATOON_COUNT_ONE(name) ++n;
-  PLATOON_THREAD_TAIL_FIELDS(PLATOON_COUNT_ONE)
-#undef PLATOON_COUNT_ONE
-  return n;
-}();
 
 enum class PairKind : uint8_t { preempted_by = PLATOON_PAIR_PREEMPTED_BY, woken_by = PLATOON_PAIR_WOKEN_BY };
 
@@ -132,7 +110,7 @@ struct Snapshot {
   uint64_t lost_targets = 0;            // target map full
   uint64_t lost_events() const;         // sum of lost_events_per_cpu
   // The machine and the targets' groups at the same instant (empty: the producer did not read
-  // them, e.g. a recording before format 1.2). cpus: /proc/stat's per-CPU times, in ticks of
+  // them, or a recording older than these). cpus: /proc/stat's per-CPU times, in ticks of
   // tick_ns; cgroups: the CPU cgroups the threads name (ThreadSample::cgroup), sorted by path.
   std::vector<CpuTimes> cpus;
   uint64_t tick_ns = 0;

@@ -3,9 +3,10 @@
 // codec (writer and reader) all expand this list, so adding a quantity here is adding it to
 // all of them; tests/model/trace_file_test.cpp ("EveryListedFieldRoundTrips") guards the codec.
 //
-// THE ORDER IS THE TRACE FORMAT: it is the order of a thread's counters in a SNAP chunk
-// (docs/trace-format.md, "thread :="), after the identity fields. Append only; moving an
-// entry changes the bytes of every recording (a new major version).
+// THE ORDER IS THE TRACE FORMAT: a recording stores the quantities in this order, after the
+// identity fields (docs/trace-format.md, "SNAP"). Append only: moving an entry changes the bytes
+// of every recording. Where each version of the format put which entries, and what an entry
+// appended now may be, is the codec's (tui/trace/snapshot_codec.cpp).
 //
 // Each entry names its kind, and every user of the list says what each kind means to it:
 //   COUNTER(name)        uint64_t that only grows; a window holds later - earlier
@@ -18,8 +19,7 @@
 // the runtime's stats table and the kernel's struct expand too.
 //
 // Not in the list, handled by name everywhere: the identity and state fields (tid, pid, comm,
-// exited, first_seen_ns, last_cpu), and cpu_overflow, which the format stores in the SNAP
-// chunk's minor-1 tail instead of among these.
+// exited, first_seen_ns, last_cpu, cgroup).
 #pragma once
 
 #include "runtime/drain_counters.h"
@@ -46,13 +46,11 @@
   /* runtime drains and steals (kFieldDrain), as the runtime lists them */                 \
   PLATOON_DRAIN_COUNTERS(COUNTER, HIST)                                                     \
   COUNTER(polls)                                                                            \
-  COUNTER(poll_events)
-
-// Counters added in format 1.2, stored after a SNAP chunk's threads and pairs (the "minor-2
-// tail", docs/trace-format.md) so that older readers skip them; a file before 1.2 leaves them
-// 0. Append only, like the list above. The parts of wait_ns that have a cause other than
-// another task (bpf/wait_split.bpf.h); the rest of wait_ns is the contended wait.
-#define PLATOON_THREAD_TAIL_FIELDS(COUNTER)                                                  \
+  COUNTER(poll_events)                                                                      \
+  /* switch-ins on CPUs beyond cpu_switch_ins's slots, >= kMaxCpus (kFieldCpuDist) */       \
+  COUNTER(cpu_overflow)                                                                     \
+  /* the parts of wait_ns with a cause other than another task: the rest of it is the */    \
+  /* contended wait (kFieldWaitSplit; how each is measured: bpf/wait_split.bpf.h) */        \
   COUNTER(wait_throttled_ns)     /* its group was throttled by its CPU quota */             \
   COUNTER(wait_steal_ns)         /* its CPU was stolen by the hypervisor */                 \
   COUNTER(wait_irq_ns)           /* its CPU served hard and soft interrupts */              \

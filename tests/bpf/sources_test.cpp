@@ -7,16 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "bpf/collectors/sources.hpp"
 #include "tests/bpf/fixture.hpp"
+#include "tests/model/expect_snapshot.hpp"
 #include "tui/analysis/window.hpp"
 #include "tui/outputs/output_file.hpp"
 #include "tui/trace/replay_source.hpp"
@@ -107,56 +106,7 @@ void expect_spinner(const Seen& seen, const Spinner& spinner, const char* what) 
   EXPECT_LE(seen.cpu_pct, 105.0) << what;
 }
 
-// Every listed counter, maximum, histogram slot and per-CPU list equal (thread_fields.hpp).
-struct ExpectEveryListedFieldEqual {
-  const model::ThreadSample& got;
-  const model::ThreadSample& want;
-  void counter(uint64_t model::ThreadSample::*m, const char* name) { EXPECT_EQ(got.*m, want.*m) << name; }
-  void maximum(uint64_t model::ThreadSample::*m, const char* name) { EXPECT_EQ(got.*m, want.*m) << name; }
-  template <size_t N>
-  void hist(std::array<uint64_t, N> model::ThreadSample::*m, const char* name) {
-    EXPECT_EQ(got.*m, want.*m) << name;
-  }
-  void per_cpu(std::vector<uint64_t> model::ThreadSample::*m, const char* name) { EXPECT_EQ(got.*m, want.*m) << name; }
-};
-
-void expect_same_snapshot(const model::Snapshot& got, const model::Snapshot& want) {
-  EXPECT_EQ(got.ts_ns, want.ts_ns);
-  EXPECT_EQ(got.source, want.source);
-  EXPECT_EQ(got.fields, want.fields);
-  EXPECT_EQ(got.lost_events_per_cpu, want.lost_events_per_cpu);
-  EXPECT_EQ(got.untracked_threads, want.untracked_threads);
-  EXPECT_EQ(got.lost_pairs, want.lost_pairs);
-  EXPECT_EQ(got.lost_targets, want.lost_targets);
-  EXPECT_EQ(got.tick_ns, want.tick_ns);
-  ASSERT_EQ(got.cpus.size(), want.cpus.size());
-  for (size_t i = 0; i < want.cpus.size(); ++i) {
-    const model::CpuTimes &g = got.cpus[i], &w = want.cpus[i];
-    EXPECT_EQ(std::tie(g.cpu, g.user, g.nice, g.system, g.idle, g.iowait, g.irq, g.softirq, g.steal),
-              std::tie(w.cpu, w.user, w.nice, w.system, w.idle, w.iowait, w.irq, w.softirq, w.steal)) << "cpu " << i;
-  }
-  ASSERT_EQ(got.cgroups.size(), want.cgroups.size());
-  for (size_t i = 0; i < want.cgroups.size(); ++i) {
-    const model::CgroupCpu &g = got.cgroups[i], &w = want.cgroups[i];
-    EXPECT_EQ(std::tie(g.path, g.version, g.quota_us, g.period_us, g.nr_periods, g.nr_throttled, g.throttled_ns, g.usage_ns),
-              std::tie(w.path, w.version, w.quota_us, w.period_us, w.nr_periods, w.nr_throttled, w.throttled_ns, w.usage_ns))
-        << "cgroup " << w.path;
-  }
-  ASSERT_EQ(got.threads.size(), want.threads.size());
-  for (size_t i = 0; i < want.threads.size(); ++i) {
-    const model::ThreadSample &g = got.threads[i], &w = want.threads[i];
-    SCOPED_TRACE("tid " + std::to_string(w.tid));
-    EXPECT_EQ(std::tie(g.tid, g.pid, g.comm, g.exited, g.first_seen_ns, g.last_cpu, g.cgroup, g.cpu_overflow),
-              std::tie(w.tid, w.pid, w.comm, w.exited, w.first_seen_ns, w.last_cpu, w.cgroup, w.cpu_overflow));
-    model::for_each_thread_field(ExpectEveryListedFieldEqual{g, w});
-  }
-  ASSERT_EQ(got.pairs.size(), want.pairs.size());
-  for (size_t i = 0; i < want.pairs.size(); ++i) {
-    const model::PairSample &g = got.pairs[i], &w = want.pairs[i];
-    EXPECT_EQ(std::tie(g.tid, g.kind, g.other_tid, g.other_pid, g.other_comm, g.count, g.ns),
-              std::tie(w.tid, w.kind, w.other_tid, w.other_pid, w.other_comm, w.count, w.ns)) << "pair " << i;
-  }
-}
+using model::test::expect_same_snapshot;
 
 using SourcesTest = testing::BpfTest;
 

@@ -19,6 +19,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/model/temp_dir.hpp"
 #include "tui/trace/trace_writer.hpp"
 
 namespace platoon::model {
@@ -26,15 +27,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class OutputFileTest : public ::testing::Test {
+class OutputFileTest : public test::TempDirTest {
  protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "platoon-out-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { (void)!std::system(("rm -rf '" + dir_ + "'").c_str()); }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
   std::set<std::string> entries() const {
     std::set<std::string> out;
     DIR* d = ::opendir(dir_.c_str());
@@ -54,7 +48,6 @@ class OutputFileTest : public ::testing::Test {
     EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
     return st;
   }
-  std::string dir_;
 };
 
 // The /dev/null that lost its 0666 to fchmod: a private node of the same device, so the test

@@ -110,7 +110,7 @@ struct KeyNumbers {
 };
 
 // A carrier's %wait and its parts (bpf/wait_split.bpf.h); split is unset when the data has none
-// (procfs, traces before format 1.2).
+// (kFieldWaitSplit unset: procfs, older recordings).
 struct CarrierWait {
   std::string thread;
   uint32_t tid = 0;

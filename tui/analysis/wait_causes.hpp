@@ -14,7 +14,7 @@
 namespace platoon::model {
 
 // The parts of a thread's (or a process's) wait_pct, in % of the window's wall time. A source
-// without the split (procfs, recordings before format 1.2) books all of the wait as contended.
+// without the split (kFieldWaitSplit unset: procfs, older recordings) books all of the wait as contended.
 struct WaitSplit {
   double contended_pct = 0;
   double throttled_pct = 0;

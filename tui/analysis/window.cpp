@@ -40,7 +40,6 @@ struct Subtract {
 ThreadSample subtract(const ThreadSample& end, const ThreadSample& base) {
   ThreadSample d = end;
   for_each_thread_field(Subtract{d, base});
-  d.cpu_overflow = sub(end.cpu_overflow, base.cpu_overflow);
   return d;
 }
 

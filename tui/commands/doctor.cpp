@@ -103,7 +103,7 @@ bool load_file(const std::string& path, Run& run, std::string& error) {
   in.truncated = c.truncated;
   in.truncated_reason = c.truncated ? "at byte " + std::to_string(c.truncated_at) + ": " + c.truncated_reason : "";
   in.complete = c.complete;
-  // What the recorder recognised (format 1.2); older files: a runtime that drained is ours.
+  // What the recorder recognised; a recording that does not say: a runtime that drained is ours.
   in.runtime = model::runtime_kind_from(c.meta.runtime);
   if (in.runtime == model::RuntimeKind::other && c.meta.runtime.empty())
     for (const auto& t : run.window.threads)

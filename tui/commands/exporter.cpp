@@ -21,7 +21,7 @@
 
 #include "tui/commands/commands.hpp"
 #include "tui/commands/live_flags.hpp"
-#include "tui/commands/http_listener.hpp"
+#include "tui/http/listener.hpp"
 #include "tui/commands/live_session.hpp"
 #include "tui/analysis/observer_cost.hpp"
 #include "tui/outputs/prom_metrics.hpp"

@@ -110,12 +110,19 @@ class PacketWriter {
   uint64_t count_ = 0;
 };
 
-// One ftrace event of each exported kind: its stamp, the pid of the task current on the CPU
-// (the common pid, where the record has it), then the event's own fields.
+// One ftrace event: its stamp, the pid of the task current on the CPU (the common pid, where
+// the record has it), then the event's own fields as the message `kind`.
+ProtoMessage ftrace_event(uint64_t ts_ns, std::optional<uint32_t> current_pid, uint32_t kind,
+                          const ProtoMessage& fields) {
+  ProtoMessage ev;
+  ev.add_varint(f::ftrace::kTimestamp, ts_ns);
+  if (current_pid) ev.add_varint(f::ftrace::kPid, *current_pid);
+  ev.add_message(kind, fields);
+  return ev;
+}
+
 ProtoMessage switch_event(const platoon_event_header& h, const platoon_ev_switch& e) {
-  ProtoMessage ev, body;
-  ev.add_varint(f::ftrace::kTimestamp, h.ts_ns);
-  ev.add_varint(f::ftrace::kPid, h.tid);
+  ProtoMessage body;
   body.add_bytes(f::sched_switch::kPrevComm, comm_of(e.prev_comm));
   body.add_int(f::sched_switch::kPrevPid, h.tid);
   body.add_int(f::sched_switch::kPrevPrio, e.prev_prio);
@@ -124,34 +131,28 @@ ProtoMessage switch_event(const platoon_event_header& h, const platoon_ev_switch
   body.add_bytes(f::sched_switch::kNextComm, comm_of(e.next_comm));
   body.add_int(f::sched_switch::kNextPid, e.next_tid);
   body.add_int(f::sched_switch::kNextPrio, e.next_prio);
-  ev.add_message(f::ftrace::kSchedSwitch, body);
-  return ev;
+  return ftrace_event(h.ts_ns, h.tid, f::ftrace::kSchedSwitch, body);
 }
 
 ProtoMessage wake_event(const platoon_event_header& h, const platoon_ev_wake& e, bool waking) {
-  ProtoMessage ev, body;
-  ev.add_varint(f::ftrace::kTimestamp, h.ts_ns);
-  ev.add_varint(f::ftrace::kPid, e.waker_tid);
+  ProtoMessage body;
   body.add_bytes(f::wake::kComm, comm_of(e.comm));
   body.add_int(f::wake::kPid, h.tid);
   body.add_int(f::wake::kPrio, e.prio);
   body.add_int(f::wake::kSuccess, 1);
   body.add_int(f::wake::kTargetCpu, e.target_cpu);
-  ev.add_message(waking ? f::ftrace::kSchedWaking : f::ftrace::kSchedWakeupNew, body);
-  return ev;
+  return ftrace_event(h.ts_ns, e.waker_tid, waking ? f::ftrace::kSchedWaking : f::ftrace::kSchedWakeupNew, body);
 }
 
 // The task current on the CPU is not recorded, so no pid.
 ProtoMessage migrate_event(const platoon_event_header& h, const platoon_ev_migrate& e) {
-  ProtoMessage ev, body;
-  ev.add_varint(f::ftrace::kTimestamp, h.ts_ns);
+  ProtoMessage body;
   body.add_bytes(f::migrate::kComm, comm_of(e.comm));
   body.add_int(f::migrate::kPid, h.tid);
   body.add_int(f::migrate::kPrio, e.prio);
   body.add_int(f::migrate::kOrigCpu, e.orig_cpu);
   body.add_int(f::migrate::kDestCpu, e.dest_cpu);
-  ev.add_message(f::ftrace::kSchedMigrateTask, body);
-  return ev;
+  return ftrace_event(h.ts_ns, std::nullopt, f::ftrace::kSchedMigrateTask, body);
 }
 
 // Pass 1's view of the events: which threads get which counter tracks.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace platoon::model {
@@ -61,6 +62,85 @@ bool decode_meta(ByteReader& r, TraceMeta& m) {
 
 namespace {
 
+// Where each version of the format put a thread's quantities. The field list (thread_fields.hpp)
+// is in the format's order, and falls in three runs:
+//   1.0: the entries before cpu_overflow, in each thread's record (encode_thread);
+//   1.1: cpu_overflow, after the pairs, as (thread index, count) for the threads that have any;
+//   1.2: the entries after it, after that, for the threads that have any, with their number
+//        (encode_minor2_tail), so that a later minor may append counters, which an older reader
+//        drops, and an older file has fewer, which read as 0.
+// What a recording older than a run lacks reads as the producer lacking it: its counters 0, and
+// for the 1.2 run the snapshot's fields without the wait split.
+
+// The field list as the codec counts it: its length, and where a name and the last entry that
+// is not a counter stand.
+struct ListShape {
+  std::string_view find;
+  size_t entries = 0, found = SIZE_MAX, last_non_counter = 0;
+  constexpr void entry(const char* name, bool counter) {
+    if (name == find) found = entries;
+    if (!counter) last_non_counter = entries;
+    ++entries;
+  }
+  constexpr void counter(uint64_t ThreadSample::*, const char* name) { entry(name, true); }
+  constexpr void maximum(uint64_t ThreadSample::*, const char* name) { entry(name, false); }
+  template <size_t N>
+  constexpr void hist(std::array<uint64_t, N> ThreadSample::*, const char* name) { entry(name, false); }
+  constexpr void per_cpu(std::vector<uint64_t> ThreadSample::*, const char* name) { entry(name, false); }
+};
+constexpr ListShape list_shape(std::string_view find) {
+  ListShape shape{find};
+  for_each_thread_field(shape);
+  return shape;
+}
+
+constexpr ListShape kList = list_shape("cpu_overflow");
+constexpr size_t kMinor1Field = kList.found;      // the 1.0 run is the entries before it
+constexpr size_t kMinor2First = kMinor1Field + 1;
+constexpr size_t kMinor2Fields = kList.entries - kMinor2First;
+static_assert(kMinor1Field == 23, "1.0 stored 23 quantities in a thread's record: append to the field list, "
+                                  "never insert");
+static_assert(kList.last_non_counter < kMinor1Field, "the 1.1 and 1.2 runs store counters only");
+
+// Passes the entries [first, end) of the field list on to v, and no others.
+template <typename Visitor>
+struct Run {
+  Visitor v;
+  size_t first, end;
+  size_t i = 0;
+
+  bool take() {
+    const bool in = first <= i && i < end;
+    ++i;
+    return in;
+  }
+  void counter(uint64_t ThreadSample::*m, const char* name) {
+    if (take()) v.counter(m, name);
+  }
+  void maximum(uint64_t ThreadSample::*m, const char* name) {
+    if (take()) v.maximum(m, name);
+  }
+  template <size_t N>
+  void hist(std::array<uint64_t, N> ThreadSample::*m, const char* name) {
+    if (take()) v.hist(m, name);
+  }
+  void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char* name) {
+    if (take()) v.per_cpu(m, name);
+  }
+};
+template <typename Visitor>
+Run<Visitor> minor0_run(Visitor v) { return {v, 0, kMinor1Field}; }
+template <typename Visitor>
+Run<Visitor> minor2_run(Visitor v) { return {v, kMinor2First, kList.entries}; }
+
+// A visitor of the 1.2 run, which holds counters only (asserted above): the other kinds never come.
+struct CountersOnly {
+  void maximum(uint64_t ThreadSample::*, const char*) {}
+  template <size_t N>
+  void hist(std::array<uint64_t, N> ThreadSample::*, const char*) {}
+  void per_cpu(std::vector<uint64_t> ThreadSample::*, const char*) {}
+};
+
 // The field list's quantities, in its order (which is the format's).
 struct EncodeFields {
   ByteWriter& w;
@@ -101,7 +181,7 @@ struct DecodeFields {
 };
 
 // Field order is the format (docs/trace-format.md, "SNAP"); decode_thread below reads it. The
-// thread's cpu_overflow goes in the snapshot's minor-1 tail (encode_snapshot).
+// entries from cpu_overflow on go after the pairs (encode_snapshot).
 void encode_thread(ByteWriter& w, const ThreadSample& t) {
   w.varint(t.tid);
   w.varint(t.pid);
@@ -109,11 +189,11 @@ void encode_thread(ByteWriter& w, const ThreadSample& t) {
   w.u8(t.exited ? 1 : 0);
   w.varint(t.first_seen_ns);
   w.varint(t.last_cpu);
-  for_each_inline_field(EncodeFields{w, t});
+  for_each_thread_field(minor0_run(EncodeFields{w, t}));
 }
 
-// Reads what encode_thread wrote, field by field; cpu_overflow comes from the
-// snapshot's minor-1 tail (decode_snapshot).
+// Reads what encode_thread wrote, field by field; the entries from cpu_overflow on come from
+// after the pairs (decode_snapshot).
 bool decode_thread(ByteReader& r, ThreadSample& t, Keep& keep) {
   t.tid = r.varint32();
   t.pid = r.varint32();
@@ -123,7 +203,7 @@ bool decode_thread(ByteReader& r, ThreadSample& t, Keep& keep) {
   t.exited = flags == 1;
   t.first_seen_ns = r.varint();
   t.last_cpu = r.varint32();
-  for_each_inline_field(DecodeFields{r, t, keep});
+  for_each_thread_field(minor0_run(DecodeFields{r, t, keep}));
   return r.ok();
 }
 
@@ -150,29 +230,30 @@ bool decode_pair(ByteReader& r, PairSample& p) {
   return r.ok();
 }
 
-struct AnyCounter {
+struct AnyCounter : CountersOnly {
   const ThreadSample& t;
   bool& any;
+  AnyCounter(const ThreadSample& sample, bool& result) : t(sample), any(result) {}
   void counter(uint64_t ThreadSample::*m, const char*) { any = any || t.*m != 0; }
 };
 
 bool any_tail_field(const ThreadSample& t) {
   bool any = false;
-  for_each_tail_field(AnyCounter{t, any});
+  for_each_thread_field(minor2_run(AnyCounter{t, any}));
   return any;
 }
 
-// Minor 2, after the minor-1 tail: the tail fields (the wait split) of the threads that have
-// any, the machine's per-CPU times, the CPU cgroups and which thread is in which.
+// Minor 2, after the minor-1 tail: the 1.2 run of the threads that have any, the machine's
+// per-CPU times, the CPU cgroups and which thread is in which.
 void encode_minor2_tail(ByteWriter& w, const Snapshot& s) {
-  w.varint(kTailFields);
+  w.varint(kMinor2Fields);
   size_t with_tail = 0;
   for (const auto& t : s.threads) with_tail += any_tail_field(t);
   w.varint(with_tail);
   for (size_t i = 0; i < s.threads.size(); ++i) {
     if (!any_tail_field(s.threads[i])) continue;
     w.varint(i);
-    for_each_tail_field(EncodeFields{w, s.threads[i]});
+    for_each_thread_field(minor2_run(EncodeFields{w, s.threads[i]}));
   }
   w.varint(s.tick_ns);
   const size_t ncpus = std::min<size_t>(s.cpus.size(), kMaxCpusInTrace);
@@ -206,12 +287,13 @@ void encode_minor2_tail(ByteWriter& w, const Snapshot& s) {
   }
 }
 
-// The tail fields of one thread, by position: a newer minor may store more than this version
+// The 1.2 run of one thread, by position: a newer minor may store more than this version
 // knows (read and dropped), an older one fewer (left 0).
-struct DecodeTail {
+struct DecodeTail : CountersOnly {
   const std::vector<uint64_t>& values;
   ThreadSample& t;
   size_t i = 0;
+  DecodeTail(const std::vector<uint64_t>& stored, ThreadSample& sample) : values(stored), t(sample) {}
   void counter(uint64_t ThreadSample::*m, const char*) {
     if (i < values.size()) t.*m = values[i];
     ++i;
@@ -227,7 +309,7 @@ bool decode_minor2_tail(ByteReader& r, Snapshot& s, size_t nthreads, Keep& keep)
     const uint64_t index = r.varint();
     for (auto& v : values) v = r.varint();
     if (index >= nthreads) return false;
-    if (index < s.threads.size()) for_each_tail_field(DecodeTail{values, s.threads[index]});
+    if (index < s.threads.size()) for_each_thread_field(minor2_run(DecodeTail{values, s.threads[index]}));
   }
   s.tick_ns = r.varint();
   const size_t ncpus = r.count(kMaxCpusInTrace);
@@ -334,7 +416,8 @@ bool decode_snapshot(ByteReader& r, Snapshot& s, TraceContents& out) {
     }
     if (!r.ok()) return false;
   }
-  if (r.remaining() > 0 && !decode_minor2_tail(r, s, nthreads, keep)) return false;
+  if (r.remaining() == 0) s.fields &= ~uint32_t{kFieldWaitSplit | kFieldWaitIrq};  // a file before 1.2
+  else if (!decode_minor2_tail(r, s, nthreads, keep)) return false;
   // The model promises threads sorted by tid; consumers binary-search on it.
   auto by_tid = [](const ThreadSample& a, const ThreadSample& b) { return a.tid < b.tid; };
   if (!std::is_sorted(s.threads.begin(), s.threads.end(), by_tid))

@@ -1,5 +1,5 @@
-// Pieces of `platoon top`'s loop kept apart from it: key actions applied to the model and the
-// recorder behind the `r` key (the stop signals are live_session.hpp's).
+// The recorder behind `platoon top`'s `r` key: the snapshots top takes, written to a trace file
+// while watching, with the same cost notes as `platoon record`'s.
 #pragma once
 
 #include <cstdint>
@@ -8,15 +8,9 @@
 
 #include "bpf/snapshot/snapshot.hpp"
 #include "tui/analysis/observer_cost.hpp"
-#include "tui/commands/live_session.hpp"
-#include "tui/dashboard/state/top_state.hpp"
 #include "tui/trace/trace_writer.hpp"
 
 namespace platoon::cli {
-
-// What a key asks of the loop beyond changing the model.
-enum class Intent { none, redraw, quit, retime, record, step_forward, step_back };
-Intent apply_key(int key, model::TopState& st, int page);
 
 // `r`: aggregate snapshots to a trace file while watching; the header shows its name and state.
 class Recorder {

@@ -1,4 +1,4 @@
-#include "tui/commands/http_listener.hpp"
+#include "tui/http/listener.hpp"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
