@@ -169,28 +169,28 @@ $(eval $(call archive,COLLECTORS,$(wildcard bpf/collectors/*.cpp),platoon-collec
 COLLECTOR_LIBS := -lbpf -lelf -lz
 
 # ---- tui/: the consumers (trace, analysis, outputs, dashboard state) and the platoon command ----
-$(eval $(call archive,MODEL,$(wildcard tui/trace/*.cpp tui/analysis/*.cpp tui/outputs/*.cpp tui/metrics/*.cpp tui/dashboard/state/*.cpp),platoon-model))
-MODEL_LIBS := -lz -lzstd -lfmt
+$(eval $(call archive,CONSUMERS,$(wildcard tui/trace/*.cpp tui/analysis/*.cpp tui/outputs/*.cpp tui/metrics/*.cpp tui/dashboard/state/*.cpp),platoon-consumers))
+CONSUMERS_LIBS := -lz -lzstd -lfmt
 
 # The program's own parts: the commands, the dashboard's drawing and keys, and the exporter's
 # HTTP listener (libevent, linked here only).
-PLATOON_SRC := $(wildcard tui/commands/*.cpp tui/http/*.cpp tui/dashboard/views/*.cpp tui/dashboard/input/*.cpp)
+PLATOON_SRC := $(wildcard tui/commands/*.cpp tui/web/*.cpp tui/dashboard/views/*.cpp tui/dashboard/input/*.cpp)
 PLATOON_OBJ := $(PLATOON_SRC:%.cpp=$(OBJ)/%.o)
 OBJS += $(PLATOON_OBJ)
 PLATOON_BIN := $(if $(PLATOON_SRC),$(BIN)/platoon)
-PLATOON_LIBS := $(MODEL_LIB) $(COLLECTORS_LIB) $(SNAPSHOT_LIB)
+PLATOON_LIBS := $(CONSUMERS_LIB) $(COLLECTORS_LIB) $(SNAPSHOT_LIB)
 $(BIN)/platoon: $(PLATOON_OBJ) $(PLATOON_LIBS)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(LDFLAGS) -o $@ $(PLATOON_OBJ) $(PLATOON_LIBS) $(COLLECTOR_LIBS) $(MODEL_LIBS) -lncursesw -levent
+	$(Q)$(CXX) $(LDFLAGS) -o $@ $(PLATOON_OBJ) $(PLATOON_LIBS) $(COLLECTOR_LIBS) $(CONSUMERS_LIBS) -lncursesw -levent
 
 # ---- tests/ ----
 $(eval $(call gtest,runtime,tests/runtime/*_test.cpp,$(RUNTIME_LIB),,$(RUNTIME_LIBS)))
 # The server tests start the programs from their own directory.
 $(eval $(call gtest,server,tests/server/*_test.cpp,$(SERVER_COMMON_LIB) $(RUNTIME_LIB),$(SERVER_BINS),$(RUNTIME_LIBS)))
-$(eval $(call gtest,model,tests/model/*_test.cpp,$(PLATOON_LIBS),,$(COLLECTOR_LIBS) $(MODEL_LIBS)))
+$(eval $(call gtest,model,tests/model/*_test.cpp,$(PLATOON_LIBS),,$(COLLECTOR_LIBS) $(CONSUMERS_LIBS)))
 # Ground-truth tests: real workloads, compared with /proc; they start platoon and the servers.
-$(eval $(call gtest,bpf,tests/bpf/*_test.cpp,$(PLATOON_LIBS),$(SERVER_BINS) $(PLATOON_BIN) $(BIN)/drain_stats_bench,$(COLLECTOR_LIBS) $(MODEL_LIBS)))
+$(eval $(call gtest,bpf,tests/bpf/*_test.cpp,$(PLATOON_LIBS),$(SERVER_BINS) $(PLATOON_BIN) $(BIN)/drain_stats_bench,$(COLLECTOR_LIBS) $(CONSUMERS_LIBS)))
 
 # ---- make fuzz: libFuzzer targets (clang), tests/fuzz/*_fuzz.cpp, each run FUZZ_SECONDS ----
 FUZZ_SECONDS ?= 600
@@ -199,11 +199,11 @@ FUZZ_SRC := $(wildcard tests/fuzz/*_fuzz.cpp)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.cpp=$(FUZZ_DIR)/%)
 FUZZ_CXXFLAGS := $(CXXSTD) -O1 -g -I. -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
                  -fsanitize-recover=pointer-overflow  # see tests/fuzz/ubsan.supp
-FUZZ_INPUTS := $(MODEL_SRC) $(SNAPSHOT_SRC)
+FUZZ_INPUTS := $(CONSUMERS_SRC) $(SNAPSHOT_SRC)
 $(FUZZ_DIR)/%: tests/fuzz/%.cpp $(FUZZ_INPUTS) $(wildcard bpf/snapshot/*.hpp tui/*/*.hpp) bpf/platoon.h Makefile
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)
-	$(Q)clang++ $(FUZZ_CXXFLAGS) -o $@ $< $(FUZZ_INPUTS) $(MODEL_LIBS)
+	$(Q)clang++ $(FUZZ_CXXFLAGS) -o $@ $< $(FUZZ_INPUTS) $(CONSUMERS_LIBS)
 
 # ---- compile ----
 $(OBJ)/%.o: %.cpp Makefile

@@ -14,28 +14,28 @@
 #include "bpf/collectors/bpf_stats.hpp"
 #include "bpf/snapshot/clock.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
-using model::ProgramCost;
+using snapshot::ProgramCost;
 
 namespace {
 
 // The entry for `name` in v, or null (const or not, as v is).
 template <class Programs>
 auto* find(Programs& v, const std::string& name) {
-  auto it = std::find_if(v.begin(), v.end(), [&](const ProgramCost& p) { return p.name == name; });
+  auto it = std::find_if(v.begin(), v.end(), [&](const snapshot::ProgramCost& p) { return p.name == name; });
   return it == v.end() ? nullptr : &*it;
 }
 
 // sum += to - from, per program by name (a program without a `from` counted nothing before).
-void add_window(std::vector<ProgramCost>& sum, const std::vector<ProgramCost>& from,
-                const std::vector<ProgramCost>& to) {
-  for (const ProgramCost& b : to) {
-    const ProgramCost* a = find(from, b.name);
+void add_window(std::vector<snapshot::ProgramCost>& sum, const std::vector<snapshot::ProgramCost>& from,
+                const std::vector<snapshot::ProgramCost>& to) {
+  for (const snapshot::ProgramCost& b : to) {
+    const snapshot::ProgramCost* a = find(from, b.name);
     const uint64_t runs = a && a->run_cnt <= b.run_cnt ? b.run_cnt - a->run_cnt : 0;
     const uint64_t ns = a && a->run_time_ns <= b.run_time_ns ? b.run_time_ns - a->run_time_ns : 0;
-    ProgramCost* s = find(sum, b.name);
-    if (!s) s = &sum.emplace_back(ProgramCost{b.name, 0, 0, 0});
+    snapshot::ProgramCost* s = find(sum, b.name);
+    if (!s) s = &sum.emplace_back(snapshot::ProgramCost{b.name, 0, 0, 0});
     s->run_cnt += runs;
     s->run_time_ns += ns;
   }
@@ -72,8 +72,8 @@ struct BpfCostSampler::State {
   bool stop = false;
   std::optional<BpfStatsHold> window;  // held while a window is open
   uint64_t window_start_ns = 0;
-  std::vector<ProgramCost> at_start;   // the counters when it opened
-  std::vector<ProgramCost> counted;    // the closed windows' sums
+  std::vector<snapshot::ProgramCost> at_start;  // the counters when it opened
+  std::vector<snapshot::ProgramCost> counted;  // the closed windows' sums
   uint64_t counted_ns = 0;
   std::thread thread;
 
@@ -85,19 +85,19 @@ struct BpfCostSampler::State {
       return false;
     }
     window.emplace(std::move(h));
-    window_start_ns = model::boottime_ns();
+    window_start_ns = snapshot::boottime_ns();
     at_start = read();
     return true;
   }
   void close_window() {
     if (!window) return;
     add_window(counted, at_start, read());
-    counted_ns += model::boottime_ns() - window_start_ns;
+    counted_ns += snapshot::boottime_ns() - window_start_ns;
     window.reset();
   }
   void run() {
     using namespace std::chrono;
-    const auto on = nanoseconds(model::kStatsSampleOnNs), period = nanoseconds(model::kStatsSamplePeriodNs);
+    const auto on = nanoseconds(snapshot::kStatsSampleOnNs), period = nanoseconds(snapshot::kStatsSamplePeriodNs);
     auto start = steady_clock::now();   // of the window open now (the constructor opened the first)
     std::unique_lock lk(m);
     while (true) {
@@ -113,17 +113,17 @@ struct BpfCostSampler::State {
   }
 };
 
-BpfCostSampler::BpfCostSampler(model::BpfStatsMode mode, ReadCounters read) : s_(std::make_unique<State>()) {
+BpfCostSampler::BpfCostSampler(BpfStatsMode mode, ReadCounters read) : s_(std::make_unique<State>()) {
   s_->read = std::move(read);
-  if (mode != model::BpfStatsMode::sampled || bpf_stats_sysctl_on()) {
-    s_->always.emplace(BpfStatsHold::acquire(mode == model::BpfStatsMode::always));
+  if (mode != BpfStatsMode::sampled || bpf_stats_sysctl_on()) {
+    s_->always.emplace(BpfStatsHold::acquire(mode == BpfStatsMode::always));
     s_->why = s_->always->why();
     return;
   }
   std::lock_guard lk(s_->m);
   if (!s_->open_window()) return;
   s_->sampling = true;
-  s_->why = std::string("sampled by platoon: on ") + model::kStatsSampleText;
+  s_->why = std::string("sampled by platoon: on ") + snapshot::kStatsSampleText;
   const SignalsBlocked blocked;
   s_->thread = std::thread([s = s_.get()] { s->run(); });
 }
@@ -138,32 +138,32 @@ BpfCostSampler::~BpfCostSampler() {
   s_->thread.join();
 }
 
-model::CostReading BpfCostSampler::reading() const {
+snapshot::CostReading BpfCostSampler::reading() const {
   std::lock_guard lk(s_->m);
-  model::CostReading r;
-  const std::vector<ProgramCost> now = s_->read();
+  snapshot::CostReading r;
+  const std::vector<snapshot::ProgramCost> now = s_->read();
   if (!s_->sampling) {
     const bool counting = s_->always && s_->always->counting();
-    r.stats = counting ? model::BpfStats::on : model::BpfStats::unknown;
+    r.stats = counting ? snapshot::BpfStats::on : snapshot::BpfStats::unknown;
     r.why = s_->why;
     r.programs = now;
     return r;
   }
-  r.stats = model::BpfStats::on;
+  r.stats = snapshot::BpfStats::on;
   r.why = s_->why;
   r.sampled = true;
-  std::vector<ProgramCost> sum = s_->counted;
+  std::vector<snapshot::ProgramCost> sum = s_->counted;
   r.counted_ns = s_->counted_ns;
   if (s_->window) {
     add_window(sum, s_->at_start, now);
-    r.counted_ns += model::boottime_ns() - s_->window_start_ns;
+    r.counted_ns += snapshot::boottime_ns() - s_->window_start_ns;
   }
   // Every program, in the kernel's order; misses are the kernel's whole count.
-  for (const ProgramCost& p : now) {
-    const ProgramCost* c = find(sum, p.name);
+  for (const snapshot::ProgramCost& p : now) {
+    const snapshot::ProgramCost* c = find(sum, p.name);
     r.programs.push_back({p.name, c ? c->run_cnt : 0, c ? c->run_time_ns : 0, p.misses});
   }
   return r;
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -1,10 +1,10 @@
 // What platoon's BPF programs cost, through the kernel's run-time stats, in the mode asked for
-// (model::BpfStatsMode).
+// (BpfStatsMode).
 //
 // Counting costs two clock reads per program run, about 40 ns (kernel 6.18; docs/record-report.md,
-// "Counting adds two clock reads"): a fifth of the switch hook and a third of the epoll hook. So by default the stats are sampled: a thread turns them
-// on (BpfStatsHold) for kStatsSampleOnNs at the start of every kStatsSamplePeriodNs, reads the
-// programs' counters just after turning them on and just before turning them off, and sums
+// "Counting adds two clock reads"): a fifth of the switch hook and a third of the epoll hook.
+// So by default the stats are sampled: a thread turns them on (BpfStatsHold) for
+// kStatsSampleOnNs at the start of every kStatsSamplePeriodNs, reads the programs' counters just after turning them on and just before turning them off, and sums
 // what each window counted and how long it was open. A rate is then counted work over counted
 // time (tui/analysis/observer_cost.hpp), which over a span of whole periods is the rate over
 // the span. Summing only the windows' own differences keeps the figures right when someone
@@ -21,7 +21,7 @@
 
 #include "bpf/snapshot/bpf_cost.hpp"
 
-namespace platoon::model {
+namespace platoon::collectors {
 
 // How a live source has the kernel count its programs' run time: an option of the producers
 // (sources.hpp), which the cost readings they hand out reflect.
@@ -31,26 +31,26 @@ enum class BpfStatsMode : uint8_t {
   always,    // --bpf-stats-always: on for as long as the source lives
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::collectors
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 class BpfCostSampler {
  public:
   // The programs' cumulative counters now (Collector::program_stats), callable from the
   // sampler's thread for as long as this object lives.
-  using ReadCounters = std::function<std::vector<model::ProgramCost>()>;
-  BpfCostSampler(model::BpfStatsMode mode, ReadCounters read);
+  using ReadCounters = std::function<std::vector<snapshot::ProgramCost>()>;
+  BpfCostSampler(BpfStatsMode mode, ReadCounters read);
   BpfCostSampler(const BpfCostSampler&) = delete;
   BpfCostSampler& operator=(const BpfCostSampler&) = delete;
   ~BpfCostSampler();   // stops the thread; the stats go off with the last window
 
   // The counters so far: sampled, the windows' sums including the one open now.
-  model::CostReading reading() const;
+  snapshot::CostReading reading() const;
 
  private:
   struct State;
   std::unique_ptr<State> s_;
 };
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

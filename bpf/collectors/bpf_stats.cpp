@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 bool bpf_stats_sysctl_on() {
   FILE* f = std::fopen("/proc/sys/kernel/bpf_stats_enabled", "r");
@@ -37,4 +37,4 @@ BpfStatsHold::~BpfStatsHold() {
   if (fd_ >= 0) ::close(fd_);   // the kernel's count of holders drops; at 0 it stops counting
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

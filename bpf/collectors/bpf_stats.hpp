@@ -11,7 +11,7 @@
 
 #include <string>
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 class BpfStatsHold {
  public:
@@ -39,4 +39,4 @@ class BpfStatsHold {
 // it cannot be read.
 bool bpf_stats_sysctl_on();
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

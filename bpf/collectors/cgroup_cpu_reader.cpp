@@ -5,7 +5,7 @@
 #include <sstream>
 #include <vector>
 
-namespace platoon::model {
+namespace platoon::collectors {
 
 namespace {
 
@@ -120,7 +120,7 @@ CgroupMounts parse_mountinfo(std::string_view text) {
   return m;
 }
 
-void parse_cpu_stat(std::string_view text, uint8_t version, CgroupCpu& g) {
+void parse_cpu_stat(std::string_view text, uint8_t version, snapshot::CgroupCpu& g) {
   for_each_line(text, [&](std::string_view line) {
     const size_t sp = line.find(' ');
     if (sp == std::string_view::npos) return;
@@ -135,7 +135,7 @@ void parse_cpu_stat(std::string_view text, uint8_t version, CgroupCpu& g) {
   });
 }
 
-bool parse_cpu_max(std::string_view text, CgroupCpu& g) {
+bool parse_cpu_max(std::string_view text, snapshot::CgroupCpu& g) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   const auto f = split(text, ' ');
   if (f.size() != 2) return false;
@@ -181,13 +181,13 @@ std::string CgroupCpuReader::directory(const std::string& path) const {
   return *rel == "/" ? mount : mount + *rel;
 }
 
-std::optional<CgroupCpu> CgroupCpuReader::read(const std::string& path) const {
+std::optional<snapshot::CgroupCpu> CgroupCpuReader::read(const std::string& path) const {
   const std::string dir = directory(path);
   if (dir.empty()) return std::nullopt;
   const uint8_t v = version();
   auto stat = slurp(dir + "/cpu.stat");
   if (!stat) return std::nullopt;
-  CgroupCpu g;
+  snapshot::CgroupCpu g;
   g.path = path;
   g.version = v;
   parse_cpu_stat(*stat, v, g);
@@ -208,4 +208,4 @@ std::optional<CgroupCpu> CgroupCpuReader::read(const std::string& path) const {
   return g;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::collectors

@@ -1,4 +1,4 @@
-// Reads a thread's CPU cgroup and its CFS bandwidth counters (model::CgroupCpu,
+// Reads a thread's CPU cgroup and its CFS bandwidth counters (snapshot::CgroupCpu,
 // bpf/snapshot/cgroup_cpu.hpp): cgroup v2 (cpu.max, cpu.stat in usec) and v1's cpu controller
 // (cpu.cfs_quota_us, cpu.cfs_period_us, cpu.stat in ns), wherever /proc/self/mountinfo says they
 // are mounted; the hierarchy that holds the cpu controller wins.
@@ -13,7 +13,7 @@
 
 #include "bpf/snapshot/cgroup_cpu.hpp"
 
-namespace platoon::model {
+namespace platoon::collectors {
 
 // ---- parsers of the kernel's texts (pure: tests feed them texts) ----
 
@@ -33,9 +33,9 @@ struct CgroupMounts {
 CgroupMounts parse_mountinfo(std::string_view text);
 
 // cpu.stat's throttling counters into g (v1 throttled_time is ns, v2 throttled_usec is µs).
-void parse_cpu_stat(std::string_view text, uint8_t version, CgroupCpu& g);
+void parse_cpu_stat(std::string_view text, uint8_t version, snapshot::CgroupCpu& g);
 // cpu.max "QUOTA PERIOD" or "max PERIOD" (v2).
-bool parse_cpu_max(std::string_view text, CgroupCpu& g);
+bool parse_cpu_max(std::string_view text, snapshot::CgroupCpu& g);
 
 // ---- the reader ----
 
@@ -48,7 +48,7 @@ class CgroupCpuReader {
   std::optional<std::string> path_of(pid_t pid, pid_t tid) const;
   // The group's quota and counters; nullopt when its directory cannot be read (another cgroup
   // namespace, a group removed since).
-  std::optional<CgroupCpu> read(const std::string& path) const;
+  std::optional<snapshot::CgroupCpu> read(const std::string& path) const;
   // Which hierarchy the reader uses: 1, 2, or 0 when the machine has no cpu controller.
   uint8_t version() const;
   // The group's directory ("" when unknown): where --cgroup PATH is looked up first, and tests.
@@ -60,4 +60,4 @@ class CgroupCpuReader {
   bool v2_has_cpu_ = false;     // the v2 root lists "cpu" in cgroup.controllers
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::collectors

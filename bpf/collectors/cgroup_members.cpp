@@ -10,7 +10,7 @@
 
 #include "bpf/collectors/cgroup_cpu_reader.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 namespace {
 
 bool is_cgroup_dir(const std::string& dir) {
@@ -46,12 +46,12 @@ std::string resolve_cgroup_dir(const std::string& path, std::string& error) {
   }
   if (path[0] == '/' && path.rfind("/sys/", 0) != 0) {
     // A path inside a hierarchy, as /proc/PID/cgroup prints it.
-    const model::CgroupCpuReader reader;
+    const CgroupCpuReader reader;
     const std::string in_cpu = reader.directory(path);
     if (is_cgroup_dir(in_cpu)) return in_cpu;
     std::ifstream mountinfo("/proc/self/mountinfo");
     const std::string text((std::istreambuf_iterator<char>(mountinfo)), std::istreambuf_iterator<char>());
-    const model::CgroupMounts m = model::parse_mountinfo(text);
+    const CgroupMounts m = parse_mountinfo(text);
     if (!m.v2.empty() && is_cgroup_dir(m.v2 + path)) return m.v2 + path;
   }
   error = "no such cgroup: '" + path +
@@ -95,4 +95,4 @@ std::vector<pid_t> all_processes(const std::string& proc_root) {
   return out;
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

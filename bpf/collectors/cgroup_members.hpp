@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 // PATH is a cgroup directory (/sys/fs/cgroup/cpu/batch, any hierarchy, v1 or v2), or a path as
 // /proc/PID/cgroup shows it ("/batch", "/kubepods/pod1"), looked up in the hierarchy that holds
@@ -25,4 +25,4 @@ std::vector<pid_t> cgroup_members(const std::string& dir, size_t max_groups = 40
 // Every process in proc_root now (numeric entries), sorted; the procfs sampler's --all.
 std::vector<pid_t> all_processes(const std::string& proc_root = "/proc");
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -12,7 +12,7 @@
 #include "bpf/collectors/system.hpp"
 #include "platoon.skel.h"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 std::unique_ptr<Collector> Collector::open(const CollectorOptions& opts, OpenError* kind,
                                            std::string* message) {
@@ -61,7 +61,7 @@ std::unique_ptr<Collector::Impl> Collector::Impl::load(const CollectorOptions& o
   // Without the kernel's IRQ time the irq part of a wait would read 0 however long interrupts
   // held the CPU: the source says it lacks the part rather than show a 0 that looks measured.
   if (!in.kernel.irq_time) {
-    impl->fields &= ~model::kFieldWaitIrq;
+    impl->fields &= ~snapshot::kFieldWaitIrq;
     impl->notes.push_back("irq wait: not measured, the kernel does not account IRQ time (CONFIG_IRQ_TIME_ACCOUNTING)");
   }
   impl->usdt = plan.usdt;
@@ -102,4 +102,4 @@ const char* Collector::thread_store() const { return impl_->entries->in_task_sto
 
 std::vector<std::string> Collector::notes() const { return impl_->notes; }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

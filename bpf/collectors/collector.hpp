@@ -1,8 +1,8 @@
 // The BPF collector: loads bpf/platoon.bpf.c, attaches it to the target processes and turns
-// its maps into model::Snapshot (and, when recording, hands out the ring-buffer records).
+// its maps into snapshot::Snapshot (and, when recording, hands out the ring-buffer records).
 //
 //   auto c = Collector::open({.pids = {pid}}, &kind, &message);   // nullptr + one-line message
-//   model::Snapshot a = c->snapshot(); ... model::Snapshot b = c->snapshot();
+//   snapshot::Snapshot a = c->snapshot(); ... snapshot::Snapshot b = c->snapshot();
 //
 // Counting starts when the programs attach. Threads that exist then are seeded by a task
 // walk (tp_btf mode): a thread on a CPU counts run from the attach instant, a queued one
@@ -22,7 +22,7 @@
 
 #include "bpf/snapshot/snapshot.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 struct CollectorOptions {
   std::vector<pid_t> pids;              // target processes (tgids)
@@ -40,9 +40,9 @@ struct CollectorOptions {
   // table, read from memory per snapshot): a uprobe trap per drain, so only when asked for
   // (with record_events). Targets without the table always book per probe hit.
   bool drain_events = false;
-  // What the consumers need (model::Field bits, e.g. from the metric catalog's needed_fields):
+  // What the consumers need (snapshot::Field bits, e.g. from the metric catalog's needed_fields):
   // the epoll programs load only for kFieldIo, the runtime probes only for kFieldDrain.
-  uint32_t fields = model::kFieldsBpf;
+  uint32_t fields = snapshot::kFieldsBpf;
   bool verbose = false;                 // libbpf's debug output to stderr
   bool force_raw_tp = false;            // skip tp_btf (tests, old kernels)
   // Processes forked by a target become targets, in the kernel at sched_process_fork (perf's
@@ -77,7 +77,7 @@ class Collector {
   // Reads every map. In-flight intervals (a thread on a CPU now, or queued now) are included
   // up to the snapshot instant. Exited threads are returned once (exited = true), then their
   // entries and pairs are deleted.
-  model::Snapshot snapshot();
+  snapshot::Snapshot snapshot();
 
   // Ring-buffer records (bpf/platoon.h layouts, raw bytes) to `sink`; returns the number of
   // records consumed, or a negative errno. 0 records and no waiting without record_events.
@@ -108,7 +108,7 @@ class Collector {
   const char* thread_store() const;
   // What the load dropped (features the kernel lacks) and what attached, one line each.
   std::vector<std::string> notes() const;
-  uint32_t fields() const;              // model::Field bits the snapshots fill
+  uint32_t fields() const;              // snapshot::Field bits the snapshots fill
   size_t pairs_in_kernel() const;       // entries in the kernel pair map now (tests)
 
   struct ProgramStats {
@@ -127,4 +127,4 @@ class Collector {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -26,7 +26,7 @@
 #include "bpf/collectors/runtime_stats_reader.hpp"
 #include "bpf/collectors/thread_entries.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 struct LinkDeleter {
   void operator()(bpf_link* l) const { bpf_link__destroy(l); }
@@ -49,7 +49,7 @@ struct Collector::Impl {
   CollectorOptions opts;
   SkelPtr skel;
   bool raw_tp = false;
-  uint32_t fields = model::kFieldsBpf;
+  uint32_t fields = snapshot::kFieldsBpf;
   bool usdt = true;                       // the runtime probes loaded
   bool events = false;                    // the programs write the ring buffer (record_events)
   std::string comm;                       // truncated to what the kernel keeps
@@ -90,10 +90,10 @@ struct Collector::Impl {
   // Reading the maps.
   static int on_record(void* ctx, void* data, size_t size);
   void forget_exited(const std::unordered_set<__u32>& exited, const KernelPairs& kernel_pairs);
-  void read_losses(model::Snapshot& snap) const;
+  void read_losses(snapshot::Snapshot& snap) const;
   void enable_stages();
   void flush_stages();                    // every CPU's staged records into the ring buffer
   int flush_stage_on(int cpu);            // runs flush_stages on `cpu`; 0 or a negative errno
 };
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -13,9 +13,9 @@
 #include "bpf/snapshot/clock.hpp"
 #include "platoon.skel.h"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
-using model::boottime_ns;
+using snapshot::boottime_ns;
 
 int Collector::Impl::on_record(void* ctx, void* data, size_t size) {
   auto* self = static_cast<Impl*>(ctx);
@@ -44,8 +44,8 @@ namespace {
 
 // One kernel entry as a sample. The field list's quantities carry the same names in the
 // kernel's struct: they are copied by the list; per-CPU arrays keep the first `cpus` slots.
-model::ThreadSample thread_sample(const platoon_thread_stats& v, uint64_t now, int cpus) {
-  model::ThreadSample t;
+snapshot::ThreadSample thread_sample(const platoon_thread_stats& v, uint64_t now, int cpus) {
+  snapshot::ThreadSample t;
   t.tid = v.tid;
   t.pid = v.pid;
   t.comm.assign(v.comm, strnlen(v.comm, sizeof v.comm));
@@ -93,7 +93,7 @@ void Collector::Impl::forget_exited(const std::unordered_set<__u32>& exited, con
 }
 
 // Losses: the per-CPU drop counters, summed over CPUs except the ring buffer's (per CPU).
-void Collector::Impl::read_losses(model::Snapshot& snap) const {
+void Collector::Impl::read_losses(snapshot::Snapshot& snap) const {
   std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpus));
   snap.lost_events_per_cpu.assign(static_cast<size_t>(ncpus), 0);
   for (__u32 kind = 0; kind < PLATOON_DROP_KINDS; ++kind) {
@@ -111,9 +111,9 @@ void Collector::Impl::read_losses(model::Snapshot& snap) const {
   }
 }
 
-model::Snapshot Collector::snapshot() {
-  model::Snapshot snap;
-  snap.source = model::Source::bpf;
+snapshot::Snapshot Collector::snapshot() {
+  snapshot::Snapshot snap;
+  snap.source = snapshot::Source::bpf;
   snap.fields = impl_->fields;
 
   // Copy every entry first, then take the clock: every in-flight start is then <= now.
@@ -134,7 +134,7 @@ model::Snapshot Collector::snapshot() {
     if (snap.threads.back().exited) exited.insert(v.tid);
   }
   std::sort(snap.threads.begin(), snap.threads.end(),
-            [](const model::ThreadSample& a, const model::ThreadSample& b) { return a.tid < b.tid; });
+            [](const snapshot::ThreadSample& a, const snapshot::ThreadSample& b) { return a.tid < b.tid; });
 
   for (auto& [pid, table] : impl_->stats_tables) table->fill(snap.threads);
   impl_->pairs->append(snap, pair_values);
@@ -200,4 +200,4 @@ void Collector::Impl::flush_stages() {
   for (int cpu : online_cpus) flush_stage_on(cpu);  // a CPU gone offline has nothing staged we could fetch
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -15,7 +15,7 @@
 #include "bpf/snapshot/clock.hpp"
 #include "platoon.skel.h"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 namespace {
 
@@ -178,7 +178,7 @@ void Collector::refresh() {
     if (impl_->sync_cgroup()) impl_->seed();
   }
   if (impl_->opts.follow_forks || !impl_->comm.empty()) impl_->adopt_kernel_targets();
-  impl_->pairs->age(impl_->pairs->read(), model::boottime_ns());
+  impl_->pairs->age(impl_->pairs->read(), snapshot::boottime_ns());
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

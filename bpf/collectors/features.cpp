@@ -9,7 +9,7 @@
 #include <sstream>
 #include <string_view>
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 Injected injected_failures() {
   Injected out;
@@ -90,4 +90,4 @@ KernelFeatures probe_features(const Injected& inject) {
   return f;
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -25,7 +25,7 @@
 #include <set>
 #include <string>
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 struct Injected {
   std::set<std::string> names;
@@ -49,4 +49,4 @@ struct KernelFeatures {
 };
 KernelFeatures probe_features(const Injected& inject);
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

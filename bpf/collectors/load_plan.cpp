@@ -16,7 +16,7 @@
 #include "bpf/collectors/thread_entries.hpp"
 #include "platoon.skel.h"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 namespace {
 
@@ -117,7 +117,7 @@ LoadPlan::Knobs plan_knobs(const CollectorOptions& o, const KernelFeatures& kf, 
 // IO or drain column does not pay for those hooks).
 void plan_optional_programs(const CollectorOptions& o, const LoadInputs& in, LoadPlan& plan) {
   const bool optional = plan.attempt.optional;
-  const bool want_io = (o.fields & model::kFieldIo) != 0;
+  const bool want_io = (o.fields & snapshot::kFieldIo) != 0;
   const bool no_epoll = !optional || in.inject.has("epoll") || !want_io;
   bool any_epoll = false;
   for (size_t i = 0; i < kEpollSyscalls.size(); ++i) {
@@ -127,16 +127,16 @@ void plan_optional_programs(const CollectorOptions& o, const LoadInputs& in, Loa
       plan.notes.push_back(std::string("epoll: no tracepoint for ") + kEpollSyscalls[i] +
                            (in.have_tracefs ? "" : " (no tracefs)"));
   }
-  if (!any_epoll) plan.fields &= ~model::kFieldIo;
-  const bool want_drain = o.attach_usdt && (o.fields & model::kFieldDrain) != 0;
+  if (!any_epoll) plan.fields &= ~snapshot::kFieldIo;
+  const bool want_drain = o.attach_usdt && (o.fields & snapshot::kFieldDrain) != 0;
   plan.usdt = want_drain && optional && !in.inject.has("usdt");
   if (want_drain && !plan.usdt && optional)
     plan.notes.push_back("usdt: runtime probes failed to load (injected by PLATOON_INJECT_LOAD_FAIL)");
-  if (!plan.usdt) plan.fields &= ~model::kFieldDrain;
-  const uint32_t gated = model::kFieldsBpf & ~o.fields & (model::kFieldIo | model::kFieldDrain);
+  if (!plan.usdt) plan.fields &= ~snapshot::kFieldDrain;
+  const uint32_t gated = snapshot::kFieldsBpf & ~o.fields & (snapshot::kFieldIo | snapshot::kFieldDrain);
   if (gated) {
     std::string names;
-    for (const auto& n : model::missing_fields(~gated)) names += (names.empty() ? "" : ", ") + n;
+    for (const auto& n : snapshot::missing_fields(~gated)) names += (names.empty() ? "" : ", ") + n;
     plan.notes.push_back("not collected (no view shows it): " + names);
   }
 }
@@ -294,4 +294,4 @@ std::string need_root(const char* step, int err) {
          "): run as root, or use --procfs";
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -22,7 +22,7 @@
 
 struct platoon_bpf;
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 // libbpf's print callback is process-wide: its output goes to stderr only when verbose, and the
 // first warning of a load attempt that names a failure is kept as the attempt's reason.
@@ -77,7 +77,7 @@ struct LoadPlan {
   bool ringbuf = true;
   uint32_t ringbuf_bytes = 0;
   // What follows for the snapshots, and what the notes say the attempt drops.
-  uint32_t fields = model::kFieldsBpf;
+  uint32_t fields = snapshot::kFieldsBpf;
   std::vector<std::string> notes;
 };
 LoadPlan plan_load(const CollectorOptions& o, const LoadInputs& in, const Attempt& a);
@@ -107,4 +107,4 @@ Loaded load_with_fallback(const CollectorOptions& o, const LoadInputs& in);
 std::string need_root(const char* step, int err);
 std::string errstr(int err);
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -8,17 +8,17 @@
 #include "bpf/collectors/cgroup_cpu_reader.hpp"
 #include "bpf/collectors/proc_stat.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 struct MachineContext::Impl {
-  model::CgroupCpuReader reader;
+  CgroupCpuReader reader;
   struct Known {
     std::string path;     // "" when the thread's group could not be found
     uint64_t looked_at = 0;
   };
   std::unordered_map<uint32_t, Known> by_tid;
 
-  const std::string& group_of(const model::ThreadSample& t, uint64_t now) {
+  const std::string& group_of(const snapshot::ThreadSample& t, uint64_t now) {
     Known& k = by_tid[t.tid];
     if (k.looked_at == 0 || now - k.looked_at >= kRefreshNs) {
       // An exited thread keeps what it had: its /proc entry is gone.
@@ -29,7 +29,7 @@ struct MachineContext::Impl {
   }
 
   // Forget the threads a snapshot no longer holds, so the cache stays the size of the targets.
-  void forget_absent(const model::Snapshot& snap) {
+  void forget_absent(const snapshot::Snapshot& snap) {
     if (by_tid.size() <= 2 * snap.threads.size() + 64) return;
     std::unordered_map<uint32_t, Known> kept;
     for (const auto& t : snap.threads)
@@ -41,14 +41,14 @@ struct MachineContext::Impl {
 MachineContext::MachineContext() : impl_(std::make_unique<Impl>()) {}
 MachineContext::~MachineContext() = default;
 
-void MachineContext::fill(model::Snapshot& snap) {
-  snap.cpus = model::read_proc_stat();
-  snap.tick_ns = static_cast<uint64_t>(model::seconds_per_tick() * 1e9 + 0.5);
-  std::map<std::string, model::CgroupCpu> groups;
+void MachineContext::fill(snapshot::Snapshot& snap) {
+  snap.cpus = read_proc_stat();
+  snap.tick_ns = static_cast<uint64_t>(seconds_per_tick() * 1e9 + 0.5);
+  std::map<std::string, snapshot::CgroupCpu> groups;
   for (auto& t : snap.threads) {
     t.cgroup = impl_->group_of(t, snap.ts_ns);
     if (t.cgroup.empty() || groups.count(t.cgroup)) continue;
-    model::CgroupCpu g;
+    snapshot::CgroupCpu g;
     g.path = t.cgroup;
     if (auto read = impl_->reader.read(t.cgroup)) g = std::move(*read);
     groups.emplace(t.cgroup, std::move(g));  // unreadable: version 0, counts 0
@@ -58,4 +58,4 @@ void MachineContext::fill(model::Snapshot& snap) {
   impl_->forget_absent(snap);
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -9,7 +9,7 @@
 
 #include "bpf/snapshot/snapshot.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 class MachineContext {
  public:
@@ -22,7 +22,7 @@ class MachineContext {
   // sorted by path). A thread's group is looked up when it is first seen and again every
   // kRefreshNs (tasks move between groups rarely, and a machine-wide view has thousands of
   // threads); a group's counters are read at every call.
-  void fill(model::Snapshot& snap);
+  void fill(snapshot::Snapshot& snap);
   static constexpr uint64_t kRefreshNs = 10'000'000'000;
 
  private:
@@ -30,4 +30,4 @@ class MachineContext {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

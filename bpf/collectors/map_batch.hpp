@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 template <class K, class V>
 void read_map_by_key(int fd, std::vector<std::pair<K, V>>* out) {
@@ -64,4 +64,4 @@ void read_map(int fd, std::vector<std::pair<K, V>>* out, uint32_t chunk = 1024) 
   }
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

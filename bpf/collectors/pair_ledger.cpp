@@ -8,7 +8,7 @@
 
 #include "bpf/collectors/map_batch.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 PairLedger::PairLedger(int map_fd, size_t pairs_max, double idle_s)
     : fd_(map_fd), pairs_max_(std::max<size_t>(pairs_max, 1)), idle_s_(idle_s) {}
@@ -59,12 +59,12 @@ void PairLedger::age(const KernelPairs& pairs, uint64_t now) {
   track_ = std::move(seen);
 }
 
-void PairLedger::append(model::Snapshot& snap, const KernelPairs& pairs) const {
+void PairLedger::append(snapshot::Snapshot& snap, const KernelPairs& pairs) const {
   snap.pairs.reserve(snap.pairs.size() + pairs.size() + retired_.size());
   auto emit = [&](__u32 tid, __u32 other, __u32 kind, const platoon_pair_value& v, const platoon_pair_value* more) {
-    model::PairSample p;
+    snapshot::PairSample p;
     p.tid = tid;
-    p.kind = static_cast<model::PairKind>(kind);
+    p.kind = static_cast<snapshot::PairKind>(kind);
     p.other_tid = other;
     p.other_pid = v.other_pid;
     p.other_comm.assign(v.other_comm, strnlen(v.other_comm, sizeof v.other_comm));
@@ -90,4 +90,4 @@ void PairLedger::forget(const std::unordered_set<__u32>& exited, const KernelPai
     it = exited.count(std::get<0>(it->first)) ? retired_.erase(it) : std::next(it);
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

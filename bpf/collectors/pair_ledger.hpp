@@ -16,7 +16,7 @@
 #include "bpf/platoon.h"
 #include "bpf/snapshot/snapshot.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 using KernelPairs = std::vector<std::pair<platoon_pair_key, platoon_pair_value>>;
 
@@ -28,7 +28,7 @@ class PairLedger {
 
   KernelPairs read() const;  // every entry of the kernel map
   // Kernel pairs plus what aged out for the same key (or was folded into "[aged]").
-  void append(model::Snapshot& snap, const KernelPairs& pairs) const;
+  void append(snapshot::Snapshot& snap, const KernelPairs& pairs) const;
   // Exited threads have been reported: their pairs go, in the kernel and here.
   void forget(const std::unordered_set<__u32>& exited, const KernelPairs& pairs);
   // Moves pairs idle for idle_s out of the kernel map into the ledger.
@@ -54,4 +54,4 @@ class PairLedger {
   std::map<PairId, platoon_pair_value> retired_;  // aged out of the kernel map, thread alive
 };
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

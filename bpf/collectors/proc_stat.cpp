@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace platoon::model {
+namespace platoon::collectors {
 
 namespace {
 
@@ -20,8 +20,8 @@ bool next_number(std::string_view& s, uint64_t* v) {
 
 }  // namespace
 
-std::vector<CpuTimes> parse_proc_stat(std::string_view text) {
-  std::vector<CpuTimes> out;
+std::vector<snapshot::CpuTimes> parse_proc_stat(std::string_view text) {
+  std::vector<snapshot::CpuTimes> out;
   while (!text.empty()) {
     const size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -29,7 +29,7 @@ std::vector<CpuTimes> parse_proc_stat(std::string_view text) {
     if (line.size() < 4 || line.substr(0, 3) != "cpu" || line[3] < '0' || line[3] > '9') continue;
     line.remove_prefix(3);
     uint64_t cpu = 0;
-    CpuTimes t;
+    snapshot::CpuTimes t;
     // user nice system idle iowait irq softirq steal: steal is the 8th (2.6.11+).
     if (!next_number(line, &cpu) || !next_number(line, &t.user) || !next_number(line, &t.nice) ||
         !next_number(line, &t.system) || !next_number(line, &t.idle) || !next_number(line, &t.iowait) ||
@@ -42,7 +42,7 @@ std::vector<CpuTimes> parse_proc_stat(std::string_view text) {
   return out;
 }
 
-std::vector<CpuTimes> read_proc_stat() {
+std::vector<snapshot::CpuTimes> read_proc_stat() {
   std::ifstream in("/proc/stat");
   if (!in) return {};
   std::ostringstream text;
@@ -58,4 +58,4 @@ double seconds_per_tick() {
   return s;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::collectors

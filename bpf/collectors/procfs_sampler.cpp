@@ -14,7 +14,7 @@
 #include <memory>
 #include <unordered_map>
 
-namespace platoon::model {
+namespace platoon::collectors {
 
 // ---- small RAII and I/O helpers: one open and (usually) one read per file, no iostreams ----
 
@@ -189,7 +189,7 @@ struct ProcfsSampler::Task {
   procfs::SchedStat last_ss;
   uint32_t since_full = 0;    // samples since sched and stat were last read
   uint64_t round = 0;         // last sample that saw it
-  ThreadSample sample;
+  snapshot::ThreadSample sample;
 
   size_t open_fds() const {
     return size_t{schedstat.get() >= 0} + size_t{sched.get() >= 0} + size_t{stat.get() >= 0};
@@ -228,7 +228,7 @@ ProcfsSampler::ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::
       pids_(fixed_pids_),
       ns_per_tick_(1'000'000'000u / static_cast<uint64_t>(std::max(1L, sysconf(_SC_CLK_TCK)))) {
   // The machine's context comes from the real /proc only (tests hand a made-up proc_root).
-  if (proc_root_ == "/proc") context_ = std::make_unique<bpf::MachineContext>();
+  if (proc_root_ == "/proc") context_ = std::make_unique<MachineContext>();
   // The kernel keeps 15 characters of a comm; match what /proc/PID/comm can show.
   if (comm_.size() > PLATOON_COMM_LEN - 1) comm_.resize(PLATOON_COMM_LEN - 1);
   // Keep at most half of the descriptor limit open, leaving the rest to the program; threads
@@ -241,7 +241,7 @@ ProcfsSampler::ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::
 void ProcfsSampler::rescan_comm() {
   pids_ = fixed_pids_;
   if (all_ || !cgroup_dir_.empty()) {
-    const auto found = all_ ? bpf::all_processes(proc_root_) : bpf::cgroup_members(cgroup_dir_);
+    const auto found = all_ ? all_processes(proc_root_) : cgroup_members(cgroup_dir_);
     const auto self = static_cast<uint32_t>(getpid());
     for (pid_t p : found)
       if (static_cast<uint32_t>(p) != self || !all_) pids_.push_back(static_cast<uint32_t>(p));
@@ -347,7 +347,7 @@ bool ProcfsSampler::read_task(int task_dirfd, const char* tid_name, uint32_t pid
     if (!sc) return false;
     auto st = procfs::parse_stat(read_file(task.stat, task_dirfd, tid_name, "stat", buf, sizeof buf));
     if (!st) return false;
-    ThreadSample& t = task.sample;
+    snapshot::ThreadSample& t = task.sample;
     t.comm = std::move(st->comm);
     t.first_seen_ns = st->starttime_ticks * ns_per_tick_;
     t.last_cpu = st->processor;
@@ -358,7 +358,7 @@ bool ProcfsSampler::read_task(int task_dirfd, const char* tid_name, uint32_t pid
   } else {
     ++task.since_full;
   }
-  ThreadSample& t = task.sample;
+  snapshot::ThreadSample& t = task.sample;
   t.pid = pid;
   t.run_ns = ss->run_ns;
   t.wait_ns = ss->wait_ns;
@@ -377,7 +377,7 @@ void new_task(Ptr& slot, uint32_t tid) {
 }
 }  // namespace
 
-void ProcfsSampler::read_process(uint32_t pid, Snapshot& out) {
+void ProcfsSampler::read_process(uint32_t pid, snapshot::Snapshot& out) {
   char path[300];
   snprintf(path, sizeof path, "%s/%u/task", proc_root_.c_str(), pid);
   Dir dir(opendir(path));
@@ -405,7 +405,7 @@ void ProcfsSampler::read_process(uint32_t pid, Snapshot& out) {
   }
 }
 
-void ProcfsSampler::report_exited(Snapshot& out) {
+void ProcfsSampler::report_exited(snapshot::Snapshot& out) {
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     Task& task = *it->second;
     if (task.round == round_) {
@@ -421,25 +421,25 @@ void ProcfsSampler::report_exited(Snapshot& out) {
   }
 }
 
-Snapshot ProcfsSampler::sample() {
-  Snapshot s;
-  s.source = Source::procfs;
-  s.fields = kFieldsProcfs;
+snapshot::Snapshot ProcfsSampler::sample() {
+  snapshot::Snapshot s;
+  s.source = snapshot::Source::procfs;
+  s.fields = snapshot::kFieldsProcfs;
   ++round_;
   s.threads.reserve(tasks_.size() + 16);  // ThreadSample is ~1.4 KB: no regrowth copies
-  const uint64_t t0 = boottime_ns();
+  const uint64_t t0 = snapshot::boottime_ns();
   rescan_comm();
   rescan_children();
   for (uint32_t pid : pids_) read_process(pid, s);
-  const uint64_t t1 = boottime_ns();
+  const uint64_t t1 = snapshot::boottime_ns();
   // The reads are spread over [t0, t1]; the midpoint is the best single instant for all of them.
   s.ts_ns = t0 + (t1 - t0) / 2;
   report_exited(s);
-  std::sort(s.threads.begin(), s.threads.end(), [](const ThreadSample& a, const ThreadSample& b) {
+  std::sort(s.threads.begin(), s.threads.end(), [](const snapshot::ThreadSample& a, const snapshot::ThreadSample& b) {
     return std::pair{a.tid, a.first_seen_ns} < std::pair{b.tid, b.first_seen_ns};
   });
   if (context_) context_->fill(s);
   return s;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::collectors

@@ -28,7 +28,7 @@
 #include "bpf/collectors/machine_context.hpp"
 #include "bpf/snapshot/snapshot.hpp"
 
-namespace platoon::model {
+namespace platoon::collectors {
 
 namespace procfs_io {
 class Fd;
@@ -52,7 +52,7 @@ class ProcfsSampler {
 
   // One snapshot of every thread of the targets. Threads that vanished since the previous sample
   // appear once more, with their last known counters and exited = true.
-  Snapshot sample();
+  snapshot::Snapshot sample();
 
   // sched and stat of a thread that did not run are re-read at least this often (in samples).
   static constexpr uint32_t kFullReadEvery = 30;
@@ -70,11 +70,11 @@ class ProcfsSampler {
   ProcfsSampler(std::vector<uint32_t> pids, std::string comm, std::string proc_root, bool follow_forks = false);
   void rescan_comm();          // also --all's and --cgroup's members
   void rescan_children();
-  void read_process(uint32_t pid, Snapshot& out);
+  void read_process(uint32_t pid, snapshot::Snapshot& out);
   bool read_task(int task_dirfd, const char* tid_name, uint32_t pid, Task& task);
   std::string_view read_file(procfs_io::Fd& fd, int task_dirfd, const char* tid_name, const char* name,
                              char* buf, size_t cap);
-  void report_exited(Snapshot& out);
+  void report_exited(snapshot::Snapshot& out);
 
   std::vector<uint32_t> fixed_pids_;
   std::string comm_;
@@ -89,7 +89,7 @@ class ProcfsSampler {
   size_t fd_budget_;          // descriptors kept open, bounded by RLIMIT_NOFILE
   size_t open_fds_ = 0;
   std::unordered_map<uint32_t, TaskPtr> tasks_;  // by tid
-  std::unique_ptr<bpf::MachineContext> context_;  // per-CPU times and cgroups, as the BPF collector
+  std::unique_ptr<MachineContext> context_;  // per-CPU times and cgroups, as the BPF collector
 };
 
 // Parsers of the three files, exposed for tests and fuzzing. They take the file's text and return
@@ -116,4 +116,4 @@ std::optional<Stat> parse_stat(std::string_view text);
 std::optional<uint32_t> parse_status_tgid(std::string_view text);
 }  // namespace procfs
 
-}  // namespace platoon::model
+}  // namespace platoon::collectors

@@ -14,7 +14,7 @@
 #include <set>
 #include <utility>
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 namespace {
 
@@ -232,22 +232,22 @@ ElfTraits elf_traits(int fd) {
   return t;
 }
 
-model::RuntimeKind detect_runtime(pid_t pid) noexcept {
-  using model::RuntimeKind;
-  if (pid <= 0) return RuntimeKind::other;
+snapshot::RuntimeKind detect_runtime(pid_t pid) noexcept {
+  using snapshot::RuntimeKind;
+  if (pid <= 0) return snapshot::RuntimeKind::other;
   try {
     const std::string maps = read_capped(proc_path(pid, "maps"), kMaxMapsBytes);
-    if (maps_map_libjvm(maps)) return RuntimeKind::jvm;
+    if (maps_map_libjvm(maps)) return snapshot::RuntimeKind::jvm;
     const ElfTraits exe = traits_of(proc_path(pid, "exe"));
-    if (exe.platoon_probes) return RuntimeKind::platoon;
+    if (exe.platoon_probes) return snapshot::RuntimeKind::platoon;
     // Before the Go rule, though dearer: platoon's probes are the more specific answer, and a
     // (static) Go binary maps almost no shared objects, so the look costs it little.
-    if (shared_object_has_probes(pid, maps)) return RuntimeKind::platoon;
-    if (exe.go) return RuntimeKind::go;
+    if (shared_object_has_probes(pid, maps)) return snapshot::RuntimeKind::platoon;
+    if (exe.go) return snapshot::RuntimeKind::go;
   } catch (...) {
     // Out of memory while reading a target: not worth failing the caller over.
   }
-  return RuntimeKind::other;
+  return snapshot::RuntimeKind::other;
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -16,10 +16,10 @@
 
 #include "bpf/snapshot/runtime_kind.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 // Never throws; a process that is gone or unreadable is `other`.
-model::RuntimeKind detect_runtime(pid_t pid) noexcept;
+snapshot::RuntimeKind detect_runtime(pid_t pid) noexcept;
 
 // ---- the pieces, pure where they can be (unit-tested on text and bytes) ----
 
@@ -48,4 +48,4 @@ struct ElfTraits {
 // Reads only the headers and the note sections of FD (capped); never throws.
 ElfTraits elf_traits(int fd);
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

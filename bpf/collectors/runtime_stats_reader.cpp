@@ -18,7 +18,7 @@
 
 #include "runtime/stats_table.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 namespace {
 
@@ -311,9 +311,9 @@ const std::map<pid_t, RuntimeCounts>& RuntimeStatsReader::read() {
   return current_;
 }
 
-void RuntimeStatsReader::fill(std::vector<model::ThreadSample>& threads) {
+void RuntimeStatsReader::fill(std::vector<snapshot::ThreadSample>& threads) {
   const std::map<pid_t, RuntimeCounts>& counts = read();
-  for (model::ThreadSample& t : threads) {
+  for (snapshot::ThreadSample& t : threads) {
     if (t.pid != static_cast<uint32_t>(pid_)) continue;
     auto it = counts.find(static_cast<pid_t>(t.tid));
     if (it == counts.end()) continue;
@@ -321,4 +321,4 @@ void RuntimeStatsReader::fill(std::vector<model::ThreadSample>& threads) {
   }
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

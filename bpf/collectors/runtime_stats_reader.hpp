@@ -25,7 +25,7 @@
 #include "bpf/snapshot/snapshot.hpp"
 #include "runtime/drain_counters.h"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 // One carrier's counters: a member per entry of PLATOON_DRAIN_COUNTERS, named as there (and as
 // in the slot and in ThreadSample, so copying between them goes by name).
@@ -49,7 +49,7 @@ class RuntimeStatsReader {
   // try, or a process that is gone, keeps its previous counts.
   const std::map<pid_t, RuntimeCounts>& read();
   // Overwrites the drain and steal fields of the threads that have a slot.
-  void fill(std::vector<model::ThreadSample>& threads);
+  void fill(std::vector<snapshot::ThreadSample>& threads);
 
   pid_t pid() const { return pid_; }
   uint64_t overflow() const { return overflow_; }  // carrier threads the table had no slot for
@@ -74,4 +74,4 @@ class RuntimeStatsReader {
   std::map<pid_t, RuntimeCounts> current_;
 };
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -7,7 +7,7 @@
 
 #include "platoon.skel.h"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 std::vector<UsdtProbe> usdt_probes(platoon_bpf* s) {
   auto& p = s->progs;
@@ -62,4 +62,4 @@ RuntimeProbes attach_runtime_probes(platoon_bpf* skel, pid_t pid, const std::str
   return r;
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

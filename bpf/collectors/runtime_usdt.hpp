@@ -17,7 +17,7 @@ struct bpf_link;
 struct bpf_program;
 struct platoon_bpf;
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 // book: aggregates per hit; event: raw events only; stats: raises the semaphore.
 enum class UsdtRole { stats, book, event };
@@ -43,4 +43,4 @@ struct RuntimeProbes {
 // drain events are wanted.
 RuntimeProbes attach_runtime_probes(platoon_bpf* skel, pid_t pid, const std::string& exe, bool drain_events);
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -8,28 +8,28 @@
 #include "bpf/collectors/collector.hpp"
 #include "bpf/collectors/procfs_sampler.hpp"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 namespace {
 
-std::vector<model::ProgramCost> program_costs(const Collector& c) {
-  std::vector<model::ProgramCost> out;
+std::vector<snapshot::ProgramCost> program_costs(const Collector& c) {
+  std::vector<snapshot::ProgramCost> out;
   for (const auto& p : c.program_stats()) out.push_back({p.name, p.run_cnt, p.run_time_ns, p.recursion_misses});
   return out;
 }
 
-class BpfSource final : public model::SnapshotSource {
+class BpfSource final : public snapshot::SnapshotSource {
  public:
-  BpfSource(std::unique_ptr<Collector> c, bool events, model::BpfStatsMode stats)
+  BpfSource(std::unique_ptr<Collector> c, bool events, BpfStatsMode stats)
       : c_(std::move(c)), events_(events), cost_(stats, [c = c_.get()] { return program_costs(*c); }) {}
   // rescan --comm, adopt forked children (their runtime probes), age idle pairs.
   void refresh() override { c_->refresh(); }
-  model::Snapshot snapshot() override { return c_->snapshot(); }
+  snapshot::Snapshot snapshot() override { return c_->snapshot(); }
   int events(int timeout_ms, const EventSink& sink) override {
     const int n = c_->poll_events(timeout_ms, sink);
     if (n == 0 && !events_) std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
     return n;
   }
-  model::Source source() const override { return model::Source::bpf; }
+  snapshot::Source source() const override { return snapshot::Source::bpf; }
   std::string attach_mode() const override { return c_->attach_mode(); }
   std::vector<std::string> notes() const override { return c_->notes(); }
   std::vector<std::string> cost_notes() const override {
@@ -44,7 +44,7 @@ class BpfSource final : public model::SnapshotSource {
     }
     return out;
   }
-  model::CostReading cost() const override { return cost_.reading(); }
+  snapshot::CostReading cost() const override { return cost_.reading(); }
 
  private:
   std::unique_ptr<Collector> c_;
@@ -52,35 +52,35 @@ class BpfSource final : public model::SnapshotSource {
   BpfCostSampler cost_;   // after c_: its thread reads c_'s programs until it stops
 };
 
-class ProcfsSource final : public model::SnapshotSource {
+class ProcfsSource final : public snapshot::SnapshotSource {
  public:
-  ProcfsSource(model::ProcfsSampler s, std::string reason) : s_(std::move(s)), reason_(std::move(reason)) {}
-  model::Snapshot snapshot() override { return s_.sample(); }
+  ProcfsSource(ProcfsSampler s, std::string reason) : s_(std::move(s)), reason_(std::move(reason)) {}
+  snapshot::Snapshot snapshot() override { return s_.sample(); }
   int events(int timeout_ms, const EventSink&) override {
     std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
     return 0;
   }
-  model::Source source() const override { return model::Source::procfs; }
+  snapshot::Source source() const override { return snapshot::Source::procfs; }
   std::string attach_mode() const override { return "procfs"; }
-  model::CostReading cost() const override { return {model::BpfStats::none, "source procfs runs no BPF programs", {}}; }
+  snapshot::CostReading cost() const override { return {snapshot::BpfStats::none, "source procfs runs no BPF programs", {}}; }
   std::vector<std::string> notes() const override {
     std::string lacks;
-    for (const auto& f : model::missing_fields(model::kFieldsProcfs)) lacks += (lacks.empty() ? "" : ", ") + f;
+    for (const auto& f : snapshot::missing_fields(snapshot::kFieldsProcfs)) lacks += (lacks.empty() ? "" : ", ") + f;
     std::vector<std::string> out{"source: procfs (lacks: " + lacks + ")"};
     if (!reason_.empty()) out.push_back(reason_);
     return out;
   }
 
  private:
-  model::ProcfsSampler s_;
+  ProcfsSampler s_;
   std::string reason_;   // why BPF was not used, when it was tried
 };
 
 }  // namespace
 
-std::unique_ptr<model::SnapshotSource> open_procfs_source(const SourceOptions& opt, std::string& error,
+std::unique_ptr<snapshot::SnapshotSource> open_procfs_source(const SourceOptions& opt, std::string& error,
                                                           std::string reason) {
-  model::ProcfsTarget t;
+  ProcfsTarget t;
   // A --cgroup's members are re-read every sample: none is watched for good.
   if (opt.cgroup_dir.empty())
     for (pid_t p : opt.pids) t.pids.push_back(static_cast<uint32_t>(p));
@@ -88,12 +88,12 @@ std::unique_ptr<model::SnapshotSource> open_procfs_source(const SourceOptions& o
   t.follow_forks = opt.follow_forks;
   t.all = opt.all;
   t.cgroup_dir = opt.cgroup_dir;
-  auto s = model::ProcfsSampler::open(t, &error);
+  auto s = ProcfsSampler::open(t, &error);
   if (!s) return nullptr;
   return std::make_unique<ProcfsSource>(std::move(*s), std::move(reason));
 }
 
-std::unique_ptr<model::SnapshotSource> open_source(const SourceOptions& opt, std::string& error, std::string& note) {
+std::unique_ptr<snapshot::SnapshotSource> open_source(const SourceOptions& opt, std::string& error, std::string& note) {
   if (opt.procfs) return open_procfs_source(opt, error);
   OpenError kind = OpenError::none;
   std::string message;
@@ -121,4 +121,4 @@ std::unique_ptr<model::SnapshotSource> open_source(const SourceOptions& opt, std
   return nullptr;
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -13,7 +13,7 @@
 #include <set>
 #include <memory>
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 namespace {
 
@@ -143,4 +143,4 @@ std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots) {
   return out;
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 // Mounts tracefs at /sys/kernel/tracing when its events are not visible there (nor under
 // debugfs). Returns the events directory that exists afterwards, or "" (with *error set).
@@ -31,4 +31,4 @@ std::vector<pid_t> pids_with_comm(const std::string& comm);
 // parent pid in /proc/PID/stat (/proc/PID/task/TID/children needs CONFIG_PROC_CHILDREN).
 std::vector<pid_t> descendants_of(const std::vector<pid_t>& roots);
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -12,7 +12,7 @@
 #include "bpf/collectors/map_batch.hpp"
 #include "platoon.skel.h"
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 namespace {
 
@@ -103,4 +103,4 @@ void ThreadEntries::forget_pid(__u32 pid) {
   forget(fd, tids);
 }
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -20,7 +20,7 @@
 
 struct platoon_bpf;
 
-namespace platoon::bpf {
+namespace platoon::collectors {
 
 class ThreadEntries {
  public:
@@ -48,4 +48,4 @@ class ThreadEntries {
   bool task_storage_;
 };
 
-}  // namespace platoon::bpf
+}  // namespace platoon::collectors

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace platoon::model {
+namespace platoon::snapshot {
 
 // The kernel's cumulative counters for one program (bpf_prog_info), read at one instant. Two
 // readings make a rate (tui/analysis/observer_cost.hpp).
@@ -42,4 +42,4 @@ struct CostReading {
   uint64_t counted_ns = 0;
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::snapshot

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace platoon::model {
+namespace platoon::snapshot {
 
 struct CgroupCpu {              // cumulative counters, like ThreadSample
   std::string path;             // as /proc/<tid>/cgroup names it: "/" or "/kubepods/pod1/c1"
@@ -17,4 +17,4 @@ struct CgroupCpu {              // cumulative counters, like ThreadSample
   uint64_t usage_ns = 0;        // v2 usage_usec, v1 cpuacct.usage where found; 0 unknown
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::snapshot

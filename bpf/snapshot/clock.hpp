@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace platoon::model {
+namespace platoon::snapshot {
 
 inline uint64_t clock_ns(clockid_t id) {
   timespec ts{};
@@ -17,4 +17,4 @@ inline uint64_t clock_ns(clockid_t id) {
 
 inline uint64_t boottime_ns() { return clock_ns(CLOCK_BOOTTIME); }
 
-}  // namespace platoon::model
+}  // namespace platoon::snapshot

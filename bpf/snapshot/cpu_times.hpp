@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace platoon::model {
+namespace platoon::snapshot {
 
 struct CpuTimes {
   uint32_t cpu = 0;
@@ -13,4 +13,4 @@ struct CpuTimes {
   uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::snapshot

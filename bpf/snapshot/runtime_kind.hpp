@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace platoon::model {
+namespace platoon::snapshot {
 
 enum class RuntimeKind : uint8_t { other = 0, platoon = 1, jvm = 2, go = 3 };
 
@@ -27,4 +27,4 @@ constexpr RuntimeKind runtime_kind_from(std::string_view name) {
   return RuntimeKind::other;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::snapshot

@@ -3,7 +3,7 @@
 
 #include <numeric>
 
-namespace platoon::model {
+namespace platoon::snapshot {
 
 const char* to_string(Source s) {
   switch (s) {
@@ -47,4 +47,4 @@ uint64_t Snapshot::lost_events() const {
   return std::accumulate(lost_events_per_cpu.begin(), lost_events_per_cpu.end(), uint64_t{0});
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::snapshot

@@ -15,7 +15,7 @@
 #include "bpf/snapshot/cpu_times.hpp"
 #include "bpf/snapshot/thread_fields.hpp"
 
-namespace platoon::model {
+namespace platoon::snapshot {
 
 inline constexpr int kRunqSlots = PLATOON_RUNQ_SLOTS;    // log2 ns
 inline constexpr int kBatchSlots = PLATOON_BATCH_SLOTS;  // 0..63, last = 64+
@@ -117,4 +117,4 @@ struct Snapshot {
   std::vector<CgroupCpu> cgroups;
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::snapshot

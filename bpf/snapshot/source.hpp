@@ -13,7 +13,7 @@
 #include "bpf/snapshot/bpf_cost.hpp"
 #include "bpf/snapshot/snapshot.hpp"
 
-namespace platoon::model {
+namespace platoon::snapshot {
 
 class SnapshotSource {
  public:
@@ -43,4 +43,4 @@ class SnapshotSource {
   virtual CostReading cost() const { return {BpfStats::none, "no BPF programs", {}}; }
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::snapshot

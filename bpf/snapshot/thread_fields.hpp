@@ -44,7 +44,7 @@
   COUNTER(io_blocked_ns)         /* time inside the calls */                                \
   HIST(io_events_hist, kBatchSlots)                                                         \
   /* runtime drains and steals (kFieldDrain), as the runtime lists them */                 \
-  PLATOON_DRAIN_COUNTERS(COUNTER, HIST)                                                     \
+  PLATOON_DRAIN_COUNTERS(COUNTER, HIST)                                         \
   COUNTER(polls)                                                                            \
   COUNTER(poll_events)                                                                      \
   /* switch-ins on CPUs beyond cpu_switch_ins's slots, >= kMaxCpus (kFieldCpuDist) */       \

@@ -19,8 +19,9 @@
 #include "bpf/snapshot/clock.hpp"
 #include "tests/bpf/fixture.hpp"
 #include "tests/bpf/stats_sysctl.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf {
+namespace platoon::tests {
 namespace {
 
 // Stats fds this process holds, as the kernel lists them.
@@ -35,8 +36,8 @@ int stats_fds() {
 }
 
 // The sched_switch programs' runs and run time, summed.
-model::ProgramCost switch_programs(const model::CostReading& r) {
-  model::ProgramCost sum{"switch", 0, 0, 0};
+snapshot::ProgramCost switch_programs(const snapshot::CostReading& r) {
+  snapshot::ProgramCost sum{"switch", 0, 0, 0};
   for (const auto& p : r.programs)
     if (p.name.find("switch") != std::string::npos) {
       sum.run_cnt += p.run_cnt;
@@ -44,8 +45,8 @@ model::ProgramCost switch_programs(const model::CostReading& r) {
     }
   return sum;
 }
-uint64_t switch_runs(const model::CostReading& r) { return switch_programs(r).run_cnt; }
-uint64_t switch_runs(const model::SnapshotSource& s) { return switch_runs(s.cost()); }
+uint64_t switch_runs(const snapshot::CostReading& r) { return switch_programs(r).run_cnt; }
+uint64_t switch_runs(const snapshot::SnapshotSource& s) { return switch_runs(s.cost()); }
 
 // Context switches on this thread: sched_switch runs for each, traced or not.
 void switch_a_lot() {
@@ -121,18 +122,18 @@ TEST_F(BpfStatsTest, SourceCostCountsOnlyWithTheStats) {
   opt.pids = {getpid()};
   std::string error, note;
   {
-    opt.bpf_stats = model::BpfStatsMode::off;
+    opt.bpf_stats = collectors::BpfStatsMode::off;
     auto src = open_source(opt, error, note);
     ASSERT_TRUE(src) << error;
-    ASSERT_EQ(src->source(), model::Source::bpf) << note;
-    EXPECT_EQ(src->cost().stats, model::BpfStats::unknown);
+    ASSERT_EQ(src->source(), snapshot::Source::bpf) << note;
+    EXPECT_EQ(src->cost().stats, snapshot::BpfStats::unknown);
     switch_a_lot();
     EXPECT_EQ(switch_runs(*src), 0u);     // nobody holds the stats: the kernel does not count
   }
-  opt.bpf_stats = model::BpfStatsMode::always;
+  opt.bpf_stats = collectors::BpfStatsMode::always;
   auto src = open_source(opt, error, note);
   ASSERT_TRUE(src) << error;
-  EXPECT_EQ(src->cost().stats, model::BpfStats::on) << src->cost().why;
+  EXPECT_EQ(src->cost().stats, snapshot::BpfStats::on) << src->cost().why;
   const uint64_t before = switch_runs(*src);
   switch_a_lot();
   EXPECT_GE(switch_runs(*src) - before, 200u);  // at least one sched_switch run per sleep
@@ -141,7 +142,7 @@ TEST_F(BpfStatsTest, SourceCostCountsOnlyWithTheStats) {
   opt.procfs = true;
   auto procfs = open_source(opt, error, note);
   ASSERT_TRUE(procfs) << error;
-  EXPECT_EQ(procfs->cost().stats, model::BpfStats::none);
+  EXPECT_EQ(procfs->cost().stats, snapshot::BpfStats::none);
 }
 
 // Sampled (the default of record, top and the exporter): the stats fd is held for about a tenth
@@ -150,7 +151,7 @@ TEST_F(BpfStatsTest, SourceCostCountsOnlyWithTheStats) {
 TEST_F(BpfStatsTest, SampledStatsHoldAWindowOfEverySecond) {
   SourceOptions opt;
   opt.pids = {getpid()};
-  opt.bpf_stats = model::BpfStatsMode::sampled;
+  opt.bpf_stats = collectors::BpfStatsMode::sampled;
   std::string error, note;
   // ThreadSanitizer starts its runtime's thread, which blocks every signal, at a process's first
   // pthread_create: a thread started and joined first puts it among those counted before.
@@ -158,7 +159,7 @@ TEST_F(BpfStatsTest, SampledStatsHoldAWindowOfEverySecond) {
   const int blocking = threads_blocking_stop_signals();
   auto src = open_source(opt, error, note);
   ASSERT_TRUE(src) << error;
-  ASSERT_EQ(src->source(), model::Source::bpf) << note;
+  ASSERT_EQ(src->source(), snapshot::Source::bpf) << note;
   // The sampler's thread takes no signals: Ctrl-C goes to the command's loop.
   EXPECT_EQ(threads_blocking_stop_signals(), blocking + 1);
   // A steady stream of switches, so that a tenth of the time stands for the whole.
@@ -166,21 +167,21 @@ TEST_F(BpfStatsTest, SampledStatsHoldAWindowOfEverySecond) {
   std::thread sleeper([&] {
     while (!stop) usleep(200);
   });
-  const model::CostReading a = src->cost();
-  const uint64_t t0 = model::boottime_ns(), ctxt0 = machine_switches();
+  const snapshot::CostReading a = src->cost();
+  const uint64_t t0 = snapshot::boottime_ns(), ctxt0 = machine_switches();
   int held = 0, looks = 0;
-  while (model::boottime_ns() - t0 < 4'000'000'000ull) {
+  while (snapshot::boottime_ns() - t0 < 4'000'000'000ull) {
     held += stats_fds();
     ++looks;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  const model::CostReading b = src->cost();
-  const uint64_t wall = model::boottime_ns() - t0, ctxt = machine_switches() - ctxt0;
+  const snapshot::CostReading b = src->cost();
+  const uint64_t wall = snapshot::boottime_ns() - t0, ctxt = machine_switches() - ctxt0;
   stop = true;
   sleeper.join();
 
   EXPECT_TRUE(b.sampled);
-  EXPECT_EQ(b.stats, model::BpfStats::on) << b.why;
+  EXPECT_EQ(b.stats, snapshot::BpfStats::on) << b.why;
   const double held_share = static_cast<double>(held) / looks;
   EXPECT_GT(held_share, 0.03) << held << " of " << looks;
   EXPECT_LT(held_share, 0.30) << held << " of " << looks;
@@ -200,4 +201,4 @@ TEST_F(BpfStatsTest, SampledStatsHoldAWindowOfEverySecond) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf
+}  // namespace platoon::tests

@@ -8,8 +8,9 @@
 #include <sstream>
 
 #include "bpf/collectors/cgroup_cpu_reader.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 TEST(CgroupCpu, ProcCgroupPrefersTheV1CpuLineElseTheV2One) {
@@ -82,4 +83,4 @@ TEST(CgroupCpu, ThisThreadsGroupIsWhatProcSaysAndReadable) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

@@ -24,8 +24,9 @@
 #include "tests/bpf/fixture.hpp"
 #include "tests/bpf/stats_sysctl.hpp"
 #include "tests/bpf/workloads.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf {
+namespace platoon::tests {
 namespace {
 
 using namespace platoon::testing;
@@ -43,7 +44,7 @@ using testing::lost;
 struct ShareResult {
   SchedStat proc[2];
   long long vol[2], invol[2];
-  model::ThreadSample bpf[2];
+  snapshot::ThreadSample bpf[2];
   uint64_t window_ns[2];
 };
 
@@ -55,20 +56,20 @@ ShareResult run_two_spinners_on_one_cpu(Collector& c, int cpu, uint64_t spin_ns)
     pin_to_cpu(cpu);
     start.arrive_and_wait();
     uint64_t expected = 0;
-    deadline.compare_exchange_strong(expected, platoon::model::boottime_ns() + spin_ns);
+    deadline.compare_exchange_strong(expected, platoon::tests::boottime_ns() + spin_ns);
     spin_until(deadline.load());
   };
   pin_to_cpu(cpu == 0 ? 1 : 0);  // the gtest thread stays off the contended CPU
   Worker a(body), b(body);
   a.wait_parked();
   b.wait_parked();
-  const model::Snapshot snap = c.snapshot();
+  const snapshot::Snapshot snap = c.snapshot();
   Worker* w[2] = {&a, &b};
   for (int i = 0; i < 2; ++i) {
     r.proc[i] = read_schedstat(w[i]->tid());
     r.vol[i] = read_voluntary(w[i]->tid());
     r.invol[i] = read_nonvoluntary(w[i]->tid());
-    const model::ThreadSample* t = find(snap, w[i]->tid());
+    const snapshot::ThreadSample* t = find(snap, w[i]->tid());
     EXPECT_TRUE(t) << "no sample for tid " << w[i]->tid();
     if (t) r.bpf[i] = *t;
     r.window_ns[i] = w[i]->end_ns() - w[i]->start_ns();
@@ -144,14 +145,14 @@ TEST_F(CollectorTest, MigrationsMatchNrMigrations) {
   Worker w([] {
     for (int i = 0; i < kMoves; ++i) {
       pin_to_cpu(i % 2);
-      spin_until(platoon::model::boottime_ns() + 1'000'000);
+      spin_until(platoon::tests::boottime_ns() + 1'000'000);
     }
     // Parks pinned, so no wakeup can move it after the body.
   });
   w.wait_parked();
-  const model::Snapshot snap = c->snapshot();
+  const snapshot::Snapshot snap = c->snapshot();
   const long long truth = read_nr_migrations(w.tid());
-  const model::ThreadSample* t = find(snap, w.tid());
+  const snapshot::ThreadSample* t = find(snap, w.tid());
   ASSERT_TRUE(t);
   std::printf("  migrations: bpf %llu, se.nr_migrations %lld (%d affinity moves)\n",
               (unsigned long long)t->migrations, truth, kMoves);
@@ -180,17 +181,17 @@ TEST_F(CollectorTest, EpollBatchHistogramIsExact) {
   for (const Case& cs : cases)
     workers.push_back(std::make_unique<Worker>([cs] { epoll_cycles(cs.k, kCycles, cs.call); }));
   for (auto& w : workers) w->wait_parked();
-  const model::Snapshot snap = c->snapshot();
+  const snapshot::Snapshot snap = c->snapshot();
   for (size_t i = 0; i < workers.size(); ++i) {
     const Case& cs = cases[i];
-    const model::ThreadSample* t = find(snap, workers[i]->tid());
+    const snapshot::ThreadSample* t = find(snap, workers[i]->tid());
     ASSERT_TRUE(t) << cs.name;
     std::printf("  %s K=%d: io_cycles %llu, hist[%d] = %llu, io_events %llu\n", cs.name, cs.k,
                 (unsigned long long)t->io_cycles, cs.k, (unsigned long long)t->io_events_hist[cs.k],
                 (unsigned long long)t->io_events);
     EXPECT_EQ(t->io_cycles, uint64_t{kCycles}) << cs.name;
     EXPECT_EQ(t->io_events, uint64_t(kCycles) * cs.k) << cs.name;
-    for (int s = 0; s < model::kBatchSlots; ++s)
+    for (int s = 0; s < snapshot::kBatchSlots; ++s)
       EXPECT_EQ(t->io_events_hist[s], s == cs.k ? uint64_t{kCycles} : 0u) << cs.name << " slot " << s;
   }
 }
@@ -203,8 +204,8 @@ TEST_F(CollectorTest, SwitchCountsMatchProcStatus) {
     for (int i = 0; i < 300; ++i) usleep(1000);
   });
   sleeper.wait_parked();
-  const model::Snapshot snap = c->snapshot();
-  const model::ThreadSample* t = find(snap, sleeper.tid());
+  const snapshot::Snapshot snap = c->snapshot();
+  const snapshot::ThreadSample* t = find(snap, sleeper.tid());
   ASSERT_TRUE(t);
   const long long vol = read_voluntary(sleeper.tid()), invol = read_nonvoluntary(sleeper.tid());
   std::printf("  sleeper: voluntary bpf %llu / proc %lld, involuntary bpf %llu / proc %lld, "
@@ -235,7 +236,7 @@ TEST_F(CollectorTest, RingBufferSwitchRecordsMatchStats) {
     for (int i = 0; i < 100; ++i) usleep(500);
   });
   sleeper.wait_parked();
-  const model::Snapshot snap = c->snapshot();
+  const snapshot::Snapshot snap = c->snapshot();
   const uint32_t tid = static_cast<uint32_t>(sleeper.tid());
   uint64_t outs = 0, ins = 0, wakeups = 0, wakeup_news = 0, wakings = 0, other = 0;
   std::vector<std::pair<uint64_t, bool>> stamps;  // the thread's switch records: stamp, is a switch-out
@@ -261,7 +262,7 @@ TEST_F(CollectorTest, RingBufferSwitchRecordsMatchStats) {
   // Everything written before the snapshot is in the buffer: drain it.
   while (c->poll_events(0, sink) > 0) {
   }
-  const model::ThreadSample* t = find(snap, sleeper.tid());
+  const snapshot::ThreadSample* t = find(snap, sleeper.tid());
   ASSERT_TRUE(t);
   std::printf("  records for tid %u: %llu switch-outs (stats %llu), %llu switch-ins (stats %llu), "
               "%llu wakeups (stats %llu), %llu wakings; lost %llu\n",
@@ -314,14 +315,14 @@ TEST_F(CollectorTest, WokenByNamesTheWakingThread) {
     Worker pong(player(&pong_tid, 1));
     ping.wait_parked();
     pong.wait_parked();
-    const model::Snapshot snap = c->snapshot();
+    const snapshot::Snapshot snap = c->snapshot();
     uint64_t pong_by_ping = 0, pong_by_irq = 0;
     for (const auto& p : snap.pairs) {
-      if (p.tid != static_cast<uint32_t>(pong_tid) || p.kind != model::PairKind::woken_by) continue;
+      if (p.tid != static_cast<uint32_t>(pong_tid) || p.kind != snapshot::PairKind::woken_by) continue;
       if (p.other_tid == static_cast<uint32_t>(ping_tid)) pong_by_ping += p.count;
       if (p.other_tid == 0) pong_by_irq += p.count;
     }
-    const model::ThreadSample* t = find(snap, pong_tid);
+    const snapshot::ThreadSample* t = find(snap, pong_tid);
     ASSERT_TRUE(t);
     // The kernel's count of pong's sleeps: every one but the last (into the park, where pong
     // still sleeps) was ended by a wakeup. How many there were is the kernel's business (on a
@@ -366,8 +367,8 @@ TEST_F(CollectorTest, UsdtProbesAreBookedOnTheFiringThread) {
     fire_runtime_probes(200, 3, 1000);
   });
   w.wait_parked();
-  const model::Snapshot snap = c->snapshot();
-  const model::ThreadSample* t = find(snap, w.tid());
+  const snapshot::Snapshot snap = c->snapshot();
+  const snapshot::ThreadSample* t = find(snap, w.tid());
   ASSERT_TRUE(t);
   EXPECT_EQ(t->drains, 101u);
   EXPECT_EQ(t->drain_depth_sum, 10u * 45u + 200u);
@@ -387,7 +388,7 @@ TEST_F(CollectorTest, ThreadRunningAtAttachShowsItsTimeWithoutSwitching) {
   std::atomic<uint64_t> spinning_since{0};
   Worker w([&] {
     pin_to_cpu(1);
-    spinning_since = platoon::model::boottime_ns();
+    spinning_since = platoon::tests::boottime_ns();
     spin_until(UINT64_MAX, &stop);
   });
   // A failed ASSERT returns early: the spinner must still stop before ~Worker joins it.
@@ -399,11 +400,11 @@ TEST_F(CollectorTest, ThreadRunningAtAttachShowsItsTimeWithoutSwitching) {
   pin_to_cpu(0);
   auto c = open();
   ASSERT_TRUE(c);
-  const uint64_t t0 = platoon::model::boottime_ns();
+  const uint64_t t0 = platoon::tests::boottime_ns();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  const model::Snapshot snap = c->snapshot();
+  const snapshot::Snapshot snap = c->snapshot();
   stop = true;
-  const model::ThreadSample* t = find(snap, w.tid());
+  const snapshot::ThreadSample* t = find(snap, w.tid());
   ASSERT_TRUE(t) << "the task walk should have seeded the running thread";
   const double elapsed = double(snap.ts_ns - t0);
   std::printf("  seeded spinner: run %.1f ms + wait %.1f ms over %.1f ms since open, %llu switches\n",
@@ -425,8 +426,8 @@ TEST_F(CollectorTest, ExitedThreadIsReportedOnceThenDropped) {
     tid = this_tid();
     usleep(2000);
   }).join();
-  const model::Snapshot first = c->snapshot();
-  const model::ThreadSample* t = find(first, tid);
+  const snapshot::Snapshot first = c->snapshot();
+  const snapshot::ThreadSample* t = find(first, tid);
   ASSERT_TRUE(t);
   EXPECT_TRUE(t->exited);
   EXPECT_GE(t->switches_voluntary, 1u);
@@ -465,7 +466,7 @@ TEST_F(CollectorTest, CommMatchesExistingAndNewProcesses) {
   const pid_t after = spawn("0.3");
   int status = 0;
   waitpid(after, &status, 0);
-  const model::Snapshot snap = c->snapshot();
+  const snapshot::Snapshot snap = c->snapshot();
   bool saw_before = false, saw_after = false;
   for (const auto& t : snap.threads) {
     if (t.pid == static_cast<uint32_t>(before)) saw_before = true;
@@ -517,4 +518,4 @@ TEST_F(CollectorTest, ReportsProgramRunTimes) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf
+}  // namespace platoon::tests

@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "tests/bpf/fixture.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 namespace {
 
 using platoon::testing::Worker;
@@ -40,14 +41,14 @@ void workload(Truth* truth) {
   epoll_ctl(ready, EPOLL_CTL_ADD, efd, &ev);
   epoll_event out[4];
   for (int i = 0; i < kBlockingCalls; ++i) {
-    const uint64_t t0 = model::boottime_ns();
+    const uint64_t t0 = snapshot::boottime_ns();
     epoll_wait(idle, out, 4, kTimeoutMs);
-    truth->blocking_ns += model::boottime_ns() - t0;
+    truth->blocking_ns += snapshot::boottime_ns() - t0;
   }
   for (int i = 0; i < kReadyCalls; ++i) {
-    const uint64_t t0 = model::boottime_ns();
+    const uint64_t t0 = snapshot::boottime_ns();
     epoll_wait(ready, out, 4, 0);
-    truth->ready_ns += model::boottime_ns() - t0;
+    truth->ready_ns += snapshot::boottime_ns() - t0;
   }
   for (int i = 0; i < kSleeps; ++i) usleep(2000);
   close(efd);
@@ -81,7 +82,7 @@ class EpollBlockedTest : public BpfTest {
     Truth truth;
     Worker w([&truth] { workload(&truth); });
     w.wait_parked();
-    const model::Snapshot snap = c->snapshot();
+    const snapshot::Snapshot snap = c->snapshot();
     std::vector<EpollRecord> recs;
     while (c->poll_events(0, [&](const void* p, size_t n) {
              const auto* h = static_cast<const platoon_event_header*>(p);
@@ -92,7 +93,7 @@ class EpollBlockedTest : public BpfTest {
              recs.push_back({e.h.ts_ns, e.enter_ns, e.nevents});
            }) > 0) {
     }
-    const model::ThreadSample* t = find(snap, w.tid());
+    const snapshot::ThreadSample* t = find(snap, w.tid());
     ASSERT_TRUE(t);
     const uint64_t floor_ns = uint64_t{kBlockingCalls} * kTimeoutMs * 1'000'000;
     std::printf("  %s: io_cycles %llu, io_blocked %.3f ms; thread's clock: %.3f ms in the %d sleeping calls "
@@ -128,4 +129,4 @@ TEST_F(EpollBlockedTest, SwitchHookBooksTheSleepInsideTheCallOnly) { check(false
 TEST_F(EpollBlockedTest, EnterHookUnderRawTpGivesTheSame) { check(true); }
 
 }  // namespace
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

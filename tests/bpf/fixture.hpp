@@ -17,10 +17,11 @@
 #include "bpf/collectors/collector.hpp"
 #include "bpf/platoon.h"
 #include "tests/bpf/workloads.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 
-inline uint64_t lost(const model::Snapshot& s) {
+inline uint64_t lost(const snapshot::Snapshot& s) {
   return std::accumulate(s.lost_events_per_cpu.begin(), s.lost_events_per_cpu.end(), uint64_t{0});
 }
 
@@ -32,7 +33,7 @@ inline std::optional<platoon_event_header> header_of(const void* data, size_t si
   return h;
 }
 
-inline const model::ThreadSample* find(const model::Snapshot& s, pid_t tid) {
+inline const snapshot::ThreadSample* find(const snapshot::Snapshot& s, pid_t tid) {
   for (const auto& t : s.threads)
     if (t.tid == static_cast<uint32_t>(tid)) return &t;
   return nullptr;
@@ -43,7 +44,7 @@ inline const model::ThreadSample* find(const model::Snapshot& s, pid_t tid) {
 struct RoundsSeen {
   std::vector<uint32_t> spawned;
   size_t never = 0;
-  model::Snapshot last;
+  snapshot::Snapshot last;
 };
 inline RoundsSeen snapshot_thread_rounds(Collector& c, int rounds, int threads, int sleeps, useconds_t us) {
   RoundsSeen r;
@@ -77,4 +78,4 @@ class BpfTest : public ::testing::Test {
   }
 };
 
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

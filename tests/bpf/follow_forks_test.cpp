@@ -13,8 +13,9 @@
 
 #include "bpf/collectors/system.hpp"
 #include "tests/bpf/fixture.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 namespace {
 
 using namespace platoon::testing;
@@ -96,7 +97,7 @@ void run(FollowForksTest& test, bool follow) {
   }
   ASSERT_GT(py, 0) << "the python grandchild never got ready";
   c->refresh();
-  const model::Snapshot snap = c->snapshot();
+  const snapshot::Snapshot snap = c->snapshot();
   // The independent truth, read at the same quiet moment (every python thread is blocked).
   std::map<pid_t, std::pair<long long, long long>> truth;
   for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(py) + "/task")) {
@@ -112,7 +113,7 @@ void run(FollowForksTest& test, bool follow) {
 
   size_t found = 0;
   for (const auto& [tid, vi] : truth) {
-    const model::ThreadSample* t = find(snap, tid);
+    const snapshot::ThreadSample* t = find(snap, tid);
     if (!t) continue;
     ++found;
     std::printf("  python tid %d (%s): voluntary bpf %llu / proc %lld, involuntary bpf %llu / proc %lld\n", tid,
@@ -152,7 +153,7 @@ TEST_F(FollowForksTest, ExistingChildrenAreAddedAtOpen) {
   o.follow_forks = true;
   auto c = open(o);
   ASSERT_TRUE(c);
-  const model::Snapshot snap = c->snapshot();
+  const snapshot::Snapshot snap = c->snapshot();
   for (pid_t k : kids) EXPECT_TRUE(find(snap, k)) << "child " << k << " seeded at open";
   kill(sh, SIGKILL);
   for (pid_t k : kids) kill(k, SIGKILL);
@@ -161,4 +162,4 @@ TEST_F(FollowForksTest, ExistingChildrenAreAddedAtOpen) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

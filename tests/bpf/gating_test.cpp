@@ -7,14 +7,15 @@
 #include <string>
 
 #include "tests/bpf/fixture.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 namespace {
 
 using platoon::testing::EpollCall;
 using platoon::testing::Worker;
 
-constexpr uint32_t kCpuAndWait = model::kFieldRunWait | model::kFieldSwitches;
+constexpr uint32_t kCpuAndWait = snapshot::kFieldRunWait | snapshot::kFieldSwitches;
 
 bool loaded(const Collector& c, const std::string& part) {
   for (const auto& p : c.program_stats())
@@ -31,8 +32,8 @@ TEST_F(GatingTest, ViewWithoutIoLoadsNoEpollProgramsAndCountsNoCycles) {
   auto full = open();
   ASSERT_TRUE(gated && full);
 
-  EXPECT_EQ(gated->fields() & (model::kFieldIo | model::kFieldDrain), 0u);
-  EXPECT_NE(full->fields() & model::kFieldIo, 0u);
+  EXPECT_EQ(gated->fields() & (snapshot::kFieldIo | snapshot::kFieldDrain), 0u);
+  EXPECT_NE(full->fields() & snapshot::kFieldIo, 0u);
   EXPECT_FALSE(loaded(*gated, "epoll"));
   EXPECT_FALSE(loaded(*gated, "usdt"));
   EXPECT_TRUE(loaded(*full, "epoll"));
@@ -43,10 +44,10 @@ TEST_F(GatingTest, ViewWithoutIoLoadsNoEpollProgramsAndCountsNoCycles) {
   constexpr int kCycles = 200;
   Worker w([] { platoon::testing::epoll_cycles(3, kCycles, EpollCall::wait); });
   w.wait_parked();
-  const model::Snapshot g = gated->snapshot();
-  const model::Snapshot f = full->snapshot();
-  const model::ThreadSample* tg = find(g, w.tid());
-  const model::ThreadSample* tf = find(f, w.tid());
+  const snapshot::Snapshot g = gated->snapshot();
+  const snapshot::Snapshot f = full->snapshot();
+  const snapshot::ThreadSample* tg = find(g, w.tid());
+  const snapshot::ThreadSample* tf = find(f, w.tid());
   ASSERT_TRUE(tg && tf);
   EXPECT_EQ(tf->io_cycles, uint64_t{kCycles});
   EXPECT_EQ(tg->io_cycles, 0u);
@@ -58,4 +59,4 @@ TEST_F(GatingTest, ViewWithoutIoLoadsNoEpollProgramsAndCountsNoCycles) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

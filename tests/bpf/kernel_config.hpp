@@ -9,8 +9,9 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 
 // The config text from /boot/config-<release>, else /proc/config.gz; empty when neither reads.
 inline std::string kernel_config_text() {
@@ -40,4 +41,4 @@ inline std::optional<bool> kernel_config_has(const std::string& option) {
   return text.find("\n" + option + "=y\n") != std::string::npos || text.rfind(option + "=y\n", 0) == 0;
 }
 
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

@@ -20,8 +20,9 @@
 #include "platoon.skel.h"
 #include "tests/bpf/fixture.hpp"
 #include "tests/bpf/kernel_config.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 namespace {
 
 using namespace platoon::testing;
@@ -176,8 +177,8 @@ TEST_F(KernelFeaturesTest, NoRingBufferRecordsAggregatesOnly) {
     for (int i = 0; i < 50; ++i) usleep(500);
   });
   w.wait_parked();
-  const model::Snapshot s = c->snapshot();
-  const model::ThreadSample* t = find(s, w.tid());
+  const snapshot::Snapshot s = c->snapshot();
+  const snapshot::ThreadSample* t = find(s, w.tid());
   ASSERT_TRUE(t);
   EXPECT_EQ(t->switches_voluntary, static_cast<uint64_t>(read_voluntary(w.tid())));
   EXPECT_EQ(c->poll_events(0, [](const void*, size_t) {}), 0);
@@ -195,11 +196,11 @@ TEST_F(KernelFeaturesTest, NoTaskIteratorSkipsTheSeedWalk) {
 TEST_F(KernelFeaturesTest, NoUsdtOrEpollDropsThoseFields) {
   auto c = open_injected("usdt,epoll");
   ASSERT_TRUE(c);
-  EXPECT_EQ(c->fields() & model::kFieldDrain, 0u);
-  EXPECT_EQ(c->fields() & model::kFieldIo, 0u);
+  EXPECT_EQ(c->fields() & snapshot::kFieldDrain, 0u);
+  EXPECT_EQ(c->fields() & snapshot::kFieldIo, 0u);
   EXPECT_EQ(c->snapshot().fields, c->fields());
-  EXPECT_NE(c->fields() & model::kFieldPairs, 0u);
-  auto names = model::missing_fields(c->fields());
+  EXPECT_NE(c->fields() & snapshot::kFieldPairs, 0u);
+  auto names = snapshot::missing_fields(c->fields());
   std::string lacks;
   for (const auto& n : names) lacks += n + " ";
   std::printf("  lacks: %s\n", lacks.c_str());
@@ -224,12 +225,12 @@ TEST_F(KernelFeaturesTest, NoSwitchStateArgumentStillCountsSwitchesLikeProc) {
     Worker sleeper([] {
       for (int i = 0; i < 200; ++i) {
         usleep(500);
-        spin_until(platoon::model::boottime_ns() + 200'000);
+        spin_until(platoon::tests::boottime_ns() + 200'000);
       }
     });
     sleeper.wait_parked();
-    const model::Snapshot s = c->snapshot();
-    const model::ThreadSample* t = find(s, sleeper.tid());
+    const snapshot::Snapshot s = c->snapshot();
+    const snapshot::ThreadSample* t = find(s, sleeper.tid());
     ASSERT_TRUE(t);
     std::printf("  %s (%s): voluntary %llu / proc %lld, involuntary %llu / proc %lld\n", inject, c->attach_mode(),
                 (unsigned long long)t->switches_voluntary, read_voluntary(sleeper.tid()),
@@ -241,4 +242,4 @@ TEST_F(KernelFeaturesTest, NoSwitchStateArgumentStillCountsSwitchesLikeProc) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

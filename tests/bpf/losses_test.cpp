@@ -13,18 +13,19 @@
 
 #include "bpf/platoon.h"
 #include "tests/bpf/fixture.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 namespace {
 
 using namespace platoon::testing;
 
 class LossesTest : public BpfTest {};
 
-uint64_t woken_by_sum(const model::Snapshot& s, pid_t tid) {
+uint64_t woken_by_sum(const snapshot::Snapshot& s, pid_t tid) {
   uint64_t n = 0;
   for (const auto& p : s.pairs)
-    if (p.tid == static_cast<uint32_t>(tid) && p.kind == model::PairKind::woken_by) n += p.count;
+    if (p.tid == static_cast<uint32_t>(tid) && p.kind == snapshot::PairKind::woken_by) n += p.count;
   return n;
 }
 
@@ -63,7 +64,7 @@ TEST_F(LossesTest, IdlePairsAgeOutAndKeepTheirCounts) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
     if (std::chrono::steady_clock::now() >= next_tick) {  // what record/top/exporter do per interval
       c->refresh();
-      const model::Snapshot s = c->snapshot();
+      const snapshot::Snapshot s = c->snapshot();
       const uint64_t sum = woken_by_sum(s, t_tid);
       monotonic &= sum >= last_sum;
       last_sum = sum;
@@ -72,7 +73,7 @@ TEST_F(LossesTest, IdlePairsAgeOutAndKeepTheirCounts) {
     }
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // T is blocked in read again
-  const model::Snapshot s = c->snapshot();
+  const snapshot::Snapshot s = c->snapshot();
   const long long vol = read_voluntary(t_tid);
   const uint64_t sum = woken_by_sum(s, t_tid);
   std::printf("  %zu wakers; T: woken_by sum %llu, voluntary switches %lld (proc); lost pairs %llu; "
@@ -120,13 +121,13 @@ TEST_F(LossesTest, RingBufferOverflowIsCountedAndAggregatesStayExact) {
   auto c = open(o);
   ASSERT_TRUE(c);
   const int a2b = eventfd(0, 0), b2a = eventfd(0, 0);
-  const uint64_t until = platoon::model::boottime_ns() + 500'000'000ull;
+  const uint64_t until = platoon::tests::boottime_ns() + 500'000'000ull;
   auto body = [&](int cpu, int in, int out, bool first) {
     return [=] {
       pin_to_cpu(cpu);
       uint64_t v = 1;
       if (first && write(out, &v, sizeof v) != sizeof v) std::abort();
-      while (platoon::model::boottime_ns() < until) {
+      while (platoon::tests::boottime_ns() < until) {
         if (read(in, &v, sizeof v) != sizeof v) std::abort();
         v = 1;
         if (write(out, &v, sizeof v) != sizeof v) std::abort();
@@ -138,7 +139,7 @@ TEST_F(LossesTest, RingBufferOverflowIsCountedAndAggregatesStayExact) {
   Worker a(body(0, b2a, a2b, true)), b(body(1, a2b, b2a, false));
   a.wait_parked();
   b.wait_parked();
-  const model::Snapshot s = c->snapshot();
+  const snapshot::Snapshot s = c->snapshot();
   // Each CPU hands its records over in batches (bpf/stage.bpf.h), so the ring delivers one
   // CPU's switch records in stamp order, not one thread's across CPUs (readers re-sort).
   std::map<uint32_t, uint64_t> records, last_ts_on_cpu;
@@ -161,7 +162,7 @@ TEST_F(LossesTest, RingBufferOverflowIsCountedAndAggregatesStayExact) {
   while (c->poll_events(0, sink) > 0) {
   }
   for (const Worker* w : {&a, &b}) {
-    const model::ThreadSample* t = find(s, w->tid());
+    const snapshot::ThreadSample* t = find(s, w->tid());
     ASSERT_TRUE(t);
     const uint64_t outs = t->switches_voluntary + t->switches_involuntary;
     std::printf("  tid %d: %llu switch records survived of %llu switch-outs + %llu switch-ins; "
@@ -209,8 +210,8 @@ TEST_F(LossesTest, SwitchInsBeyondTheCpuSlotsAreCountedAsOverflow) {
   });
   w.wait_parked();
   ASSERT_TRUE(pinned);
-  const model::Snapshot s = c->snapshot();
-  const model::ThreadSample* t = find(s, w.tid());
+  const snapshot::Snapshot s = c->snapshot();
+  const snapshot::ThreadSample* t = find(s, w.tid());
   ASSERT_TRUE(t);
   std::printf("  switch-ins %llu: cpu0 %llu, overflow %llu (slots kept: %zu); proc: %lld switches at the pin, "
               "%lld sleeps after it\n",
@@ -225,4 +226,4 @@ TEST_F(LossesTest, SwitchInsBeyondTheCpuSlotsAreCountedAsOverflow) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

@@ -10,8 +10,9 @@
 
 #include "bpf/collectors/map_batch.hpp"
 #include "tests/bpf/fixture.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 namespace {
 
 struct Value {
@@ -73,4 +74,4 @@ TEST_F(MapBatchTest, EmptyAndFullMaps) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

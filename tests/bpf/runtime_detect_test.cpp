@@ -26,14 +26,15 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "tests/lib/namespaces.hpp"
 
 extern char** environ;
 
-namespace platoon::bpf {
+namespace platoon::tests {
 namespace {
 
 namespace fs = std::filesystem;
-using model::RuntimeKind;
+using snapshot::RuntimeKind;
 using Clock = std::chrono::steady_clock;
 
 std::string slurp(const fs::path& p) {
@@ -377,4 +378,4 @@ TEST(RuntimeDetectParse, NotElf) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf
+}  // namespace platoon::tests

@@ -24,8 +24,9 @@
 #include "bpf/collectors/runtime_stats_reader.hpp"
 #include "bpf/platoon.h"
 #include "tests/bpf/fixture.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf {
+namespace platoon::tests {
 namespace {
 
 using testing::find;
@@ -194,15 +195,15 @@ TEST_F(RuntimeStatsTest, SnapshotCountsEqualTheRuntimesOwn) {
   auto c = open(o);
   ASSERT_TRUE(c);
   EXPECT_TRUE(has_note(*c, "read from its runtime stats table, raw drain events from probes"));
-  const model::Snapshot s0 = c->snapshot();
+  const snapshot::Snapshot s0 = c->snapshot();
   const std::vector<Truth> truth = w.run(20, 50);
   ASSERT_EQ(truth.size(), 1u);
-  const model::Snapshot s1 = c->snapshot();
+  const snapshot::Snapshot s1 = c->snapshot();
   const std::map<pid_t, Events> events = drain_events(*c);
   ASSERT_EQ(lost(s1), 0u);
 
-  const model::ThreadSample* before = find(s0, w.tids()[0]);
-  const model::ThreadSample* t = find(s1, w.tids()[0]);
+  const snapshot::ThreadSample* before = find(s0, w.tids()[0]);
+  const snapshot::ThreadSample* t = find(s1, w.tids()[0]);
   ASSERT_TRUE(t);
   if (before) {
     EXPECT_EQ(before->drains, 0u) << "counts start at attach";
@@ -232,10 +233,10 @@ TEST_F(RuntimeStatsTest, StealsEqualTheRuntimesCounters) {
   ASSERT_TRUE(c);
   const std::vector<Truth> truth = w.run(16, 200);
   ASSERT_EQ(truth.size(), 2u);
-  const model::Snapshot s = c->snapshot();
+  const snapshot::Snapshot s = c->snapshot();
   uint64_t steals = 0;
   for (const Truth& tr : truth) {
-    const model::ThreadSample* t = find(s, tr.tid);
+    const snapshot::ThreadSample* t = find(s, tr.tid);
     ASSERT_TRUE(t) << tr.tid;
     std::printf("  carrier tid %d: runtime %llu drains %llu fibers %llu steals %llu stolen; snapshot %llu %llu %llu %llu\n",
                 tr.tid, (unsigned long long)tr.drains, (unsigned long long)tr.fibers, (unsigned long long)tr.steals,
@@ -272,8 +273,8 @@ TEST_F(RuntimeStatsTest, DetachedProcessPaysNothing) {
     ASSERT_TRUE(c);
     const std::vector<Truth> truth = w.run(10, 20);
     ASSERT_EQ(truth.size(), 1u);
-    const model::Snapshot s = c->snapshot();
-    const model::ThreadSample* t = find(s, tid);
+    const snapshot::Snapshot s = c->snapshot();
+    const snapshot::ThreadSample* t = find(s, tid);
     ASSERT_TRUE(t);
     EXPECT_EQ(t->drain_fibers_run, 10u * 21u);
     EXPECT_TRUE(drain_events(*c).empty()) << "raw drain events only when asked for";
@@ -300,4 +301,4 @@ TEST_F(RuntimeStatsTest, WithoutTheTableProbesBook) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf
+}  // namespace platoon::tests

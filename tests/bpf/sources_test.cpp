@@ -1,4 +1,4 @@
-// One consumer over every model::SnapshotSource: the BPF collector, the procfs sampler, and a
+// One consumer over every snapshot::SnapshotSource: the BPF collector, the procfs sampler, and a
 // replay of a recording the BPF source made. Each must show the known spinner (a forked child
 // that only spins) as the one thread of its process, running for most of the window; the
 // replay must hand back, field by field, the very snapshots and events the BPF source gave
@@ -20,8 +20,9 @@
 #include "tui/outputs/output_file.hpp"
 #include "tui/trace/replay_source.hpp"
 #include "tui/trace/trace_writer.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf {
+namespace platoon::tests {
 namespace {
 
 // A child that spins until killed.
@@ -41,11 +42,11 @@ struct Spinner : platoon::testing::ForkedWorkload {
 
 // Writes what passes through it to a trace file: the "recording made by the BPF source".
 // Keeps what it wrote, to hold the replay to it.
-class Recorder final : public model::SnapshotSource {
+class Recorder final : public snapshot::SnapshotSource {
  public:
-  Recorder(model::SnapshotSource& inner, model::TraceWriter& writer) : inner_(inner), writer_(writer) {}
-  model::Snapshot snapshot() override {
-    model::Snapshot s = inner_.snapshot();
+  Recorder(snapshot::SnapshotSource& inner, trace::TraceWriter& writer) : inner_(inner), writer_(writer) {}
+  snapshot::Snapshot snapshot() override {
+    snapshot::Snapshot s = inner_.snapshot();
     EXPECT_TRUE(writer_.write_snapshot(s)) << writer_.error();
     snapshots.push_back(s);
     return s;
@@ -58,16 +59,16 @@ class Recorder final : public model::SnapshotSource {
       sink(rec, size);
     });
   }
-  model::Source source() const override { return inner_.source(); }
+  snapshot::Source source() const override { return inner_.source(); }
   std::string attach_mode() const override { return inner_.attach_mode(); }
   std::vector<std::string> notes() const override { return inner_.notes(); }
 
-  std::vector<model::Snapshot> snapshots;            // as written, in order
+  std::vector<snapshot::Snapshot> snapshots;         // as written, in order
   std::vector<std::vector<uint8_t>> events_written;  // each record's bytes, in order
 
  private:
-  model::SnapshotSource& inner_;
-  model::TraceWriter& writer_;
+  snapshot::SnapshotSource& inner_;
+  trace::TraceWriter& writer_;
 };
 
 // The consumer: a window over two snapshots ~0.5 s apart, events drained between them.
@@ -76,9 +77,9 @@ struct Seen {
   double cpu_pct = 0;           // the spinner's (tid = pid)
   double wait_pct = 0;
   std::vector<std::vector<uint8_t>> events;
-  std::vector<model::Snapshot> snapshots;
+  std::vector<snapshot::Snapshot> snapshots;
 };
-Seen consume(model::SnapshotSource& src, pid_t pid) {
+Seen consume(snapshot::SnapshotSource& src, pid_t pid) {
   Seen seen;
   seen.snapshots.push_back(src.snapshot());
   for (int i = 0; i < 5; ++i)
@@ -87,7 +88,7 @@ Seen consume(model::SnapshotSource& src, pid_t pid) {
       seen.events.emplace_back(p, p + size);
     });
   seen.snapshots.push_back(src.snapshot());
-  const model::Window w = model::make_window(seen.snapshots[0], seen.snapshots[1]);
+  const analysis::Window w = analysis::make_window(seen.snapshots[0], seen.snapshots[1]);
   for (const auto& t : w.threads) {
     if (t.pid != static_cast<uint32_t>(pid)) continue;
     seen.tids.push_back(t.tid);
@@ -106,7 +107,7 @@ void expect_spinner(const Seen& seen, const Spinner& spinner, const char* what) 
   EXPECT_LE(seen.cpu_pct, 105.0) << what;
 }
 
-using model::test::expect_same_snapshot;
+using test::expect_same_snapshot;
 
 using SourcesTest = testing::BpfTest;
 
@@ -118,15 +119,15 @@ TEST_F(SourcesTest, OneConsumerOverBpfProcfsAndReplay) {
   std::string error, note;
 
   const std::string path = ::testing::TempDir() + "/sources_test.trace";
-  auto file = model::OutputFile::create(path, model::OutputFile::Existing::replace, &error);
+  auto file = outputs::OutputFile::create(path, outputs::OutputFile::Existing::replace, &error);
   ASSERT_TRUE(file) << error;
   auto bpf_src = open_source(opt, error, note);
   ASSERT_TRUE(bpf_src) << error;
-  ASSERT_EQ(bpf_src->source(), model::Source::bpf) << note;
-  model::TraceMeta meta;
+  ASSERT_EQ(bpf_src->source(), snapshot::Source::bpf) << note;
+  trace::TraceMeta meta;
   meta.source = bpf_src->source();
   meta.attach_mode = bpf_src->attach_mode();
-  auto writer = model::TraceWriter::create(std::move(*file), meta, {}, &error);
+  auto writer = trace::TraceWriter::create(std::move(*file), meta, {}, &error);
   ASSERT_TRUE(writer) << error;
   Recorder recorder(*bpf_src, *writer);
   const Seen live = consume(recorder, spin.pid());
@@ -136,12 +137,12 @@ TEST_F(SourcesTest, OneConsumerOverBpfProcfsAndReplay) {
   opt.procfs = true;
   auto procfs_src = open_source(opt, error, note);
   ASSERT_TRUE(procfs_src) << error;
-  EXPECT_EQ(procfs_src->source(), model::Source::procfs);
+  EXPECT_EQ(procfs_src->source(), snapshot::Source::procfs);
   expect_spinner(consume(*procfs_src, spin.pid()), spin, "procfs");
 
-  auto replay = model::ReplaySource::open(path, error);
+  auto replay = trace::ReplaySource::open(path, error);
   ASSERT_TRUE(replay) << error;
-  EXPECT_EQ(replay->source(), model::Source::bpf);
+  EXPECT_EQ(replay->source(), snapshot::Source::bpf);
   EXPECT_EQ(replay->attach_mode(), bpf_src->attach_mode());
   const Seen replayed = consume(*replay, spin.pid());
   expect_spinner(replayed, spin, "replay");
@@ -163,4 +164,4 @@ TEST_F(SourcesTest, OneConsumerOverBpfProcfsAndReplay) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf
+}  // namespace platoon::tests

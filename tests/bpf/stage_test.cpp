@@ -11,8 +11,9 @@
 #include <map>
 
 #include "tests/bpf/fixture.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 namespace {
 
 using platoon::testing::Worker;
@@ -67,12 +68,12 @@ TEST_F(BpfTest, AQuietCpusStagedRecordsArriveAtTheNextPoll) {
   EXPECT_EQ(epoll_records, kCalls);
   EXPECT_TRUE(well_formed);
   EXPECT_TRUE(per_cpu_ordered);
-  const model::Snapshot snap = c->snapshot();  // find() points into it: it must outlive t
-  const model::ThreadSample* t = find(snap, w.tid());
+  const snapshot::Snapshot snap = c->snapshot();  // find() points into it: it must outlive t
+  const snapshot::ThreadSample* t = find(snap, w.tid());
   ASSERT_TRUE(t);
   EXPECT_EQ(t->io_cycles, uint64_t{kCalls});
   EXPECT_EQ(lost(c->snapshot()), 0u);
 }
 
 }  // namespace
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

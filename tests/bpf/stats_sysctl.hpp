@@ -4,8 +4,9 @@
 
 #include <fstream>
 #include <string>
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 
 class StatsSysctl {
  public:
@@ -35,4 +36,4 @@ class StatsSysctl {
   bool written_ = false;
 };
 
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "tests/bpf/fixture.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf::testing {
+namespace platoon::tests::testing {
 namespace {
 
 using platoon::testing::read_voluntary;
@@ -42,8 +43,8 @@ TEST_P(ThreadEntriesTest, AnExitedThreadIsReportedOnceWithItsFinalCounts) {
     truth = read_voluntary(tid);
   });
   t.join();
-  const model::Snapshot s = c->snapshot();
-  const model::ThreadSample* x = find(s, tid);
+  const snapshot::Snapshot s = c->snapshot();
+  const snapshot::ThreadSample* x = find(s, tid);
   ASSERT_TRUE(x) << "the exited thread is in the first snapshot after its exit";
   EXPECT_TRUE(x->exited);
   std::printf("  tid %d: voluntary %llu by BPF, %lld by /proc before its exit\n", tid,
@@ -53,7 +54,7 @@ TEST_P(ThreadEntriesTest, AnExitedThreadIsReportedOnceWithItsFinalCounts) {
   // The /proc read is the thread's last act but for its exit path (a futex wake at most).
   EXPECT_GE(static_cast<long long>(x->switches_voluntary), truth);
   EXPECT_LE(static_cast<long long>(x->switches_voluntary), truth + 3);
-  const model::Snapshot next = c->snapshot();
+  const snapshot::Snapshot next = c->snapshot();
   EXPECT_FALSE(find(next, tid)) << "reported once, then forgotten";
 }
 
@@ -84,7 +85,7 @@ struct Sleepers : platoon::testing::ForkedWorkload {
   size_t threads() const { return 3 + runtime_tids().size(); }
 };
 
-size_t threads_of(const model::Snapshot& s, pid_t pid) {
+size_t threads_of(const snapshot::Snapshot& s, pid_t pid) {
   size_t n = 0;
   for (const auto& t : s.threads) n += t.pid == static_cast<uint32_t>(pid) && !t.exited;
   return n;
@@ -109,7 +110,7 @@ TEST_P(ThreadEntriesTest, ADroppedProcessGivesItsRoomBack) {
   EXPECT_EQ(threads_of(c->snapshot(), a.pid()), 0u);
   EXPECT_TRUE(c->add_pid(b.pid()));
   usleep(20 * 1000);
-  const model::Snapshot s = c->snapshot();
+  const snapshot::Snapshot s = c->snapshot();
   EXPECT_EQ(threads_of(s, b.pid()), b.threads());
   EXPECT_EQ(threads_of(s, a.pid()), 0u);
   EXPECT_EQ(s.untracked_threads, 0u);
@@ -119,4 +120,4 @@ INSTANTIATE_TEST_SUITE_P(BothPlaces, ThreadEntriesTest, ::testing::Values(true, 
                          [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "TaskStorage" : "Hash"; });
 
 }  // namespace
-}  // namespace platoon::bpf::testing
+}  // namespace platoon::tests::testing

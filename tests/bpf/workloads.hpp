@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "bpf/snapshot/clock.hpp"
+#include "tests/lib/namespaces.hpp"
 
 namespace platoon::testing {
 
@@ -56,7 +57,7 @@ inline bool unpin(pid_t tid = 0) {
 
 // Burns CPU without a system call until `until_ns` (CLOCK_BOOTTIME via the vDSO) or `stop`.
 inline void spin_until(uint64_t until_ns, const std::atomic<bool>* stop = nullptr) {
-  while (platoon::model::boottime_ns() < until_ns)
+  while (platoon::tests::boottime_ns() < until_ns)
     if (stop && stop->load(std::memory_order_relaxed)) return;
 }
 
@@ -237,12 +238,12 @@ class Worker {
     {
       std::lock_guard lk(mu_);
       tid_ = this_tid();
-      start_ns_ = platoon::model::boottime_ns();
+      start_ns_ = platoon::tests::boottime_ns();
       cv_.notify_all();
     }
     body();
     std::unique_lock lk(mu_);
-    end_ns_ = platoon::model::boottime_ns();
+    end_ns_ = platoon::tests::boottime_ns();
     done_ = true;
     cv_.notify_all();
     cv_.wait(lk, [this] { return released_; });

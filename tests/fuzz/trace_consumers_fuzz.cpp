@@ -11,14 +11,16 @@
 #include <string>
 
 #include "tui/analysis/doctor.hpp"
+#include "tui/outputs/doctor_output.hpp"
 #include "tui/outputs/export_chrome.hpp"
 #include "tui/outputs/export_csv.hpp"
 #include "tui/outputs/export_perfetto.hpp"
 #include "tui/outputs/report.hpp"
 #include "tui/trace/trace_reader.hpp"
 #include "tui/analysis/window.hpp"
+#include "tests/lib/namespaces.hpp"
 
-using namespace platoon::model;
+using namespace platoon::tests;
 
 volatile size_t g_sink;
 
@@ -43,17 +45,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   write_perfetto_trace(perfetto, c->meta, c->events, c->snapshots);
   out += csv.str().size() + chrome.str().size() + perfetto.str().size();
 
-  doctor::BatchTracker batches;
+  analysis::doctor::BatchTracker batches;
   for_each_event(*c, [&](const platoon_event_header& eh, const void* rec, size_t n) { batches.add(eh, rec, n); });
   batches.finish();
-  doctor::DoctorInput in;
+  analysis::doctor::DoctorInput in;
   in.label = "fuzz";
   in.window = &w;
   in.ncpus = c->meta.ncpus;
   in.batches = c->event_count ? &batches : nullptr;
   in.snapshots = c->snapshots.size();
-  const doctor::Diagnosis d = doctor::diagnose(in);
-  out += doctor::text(d).size() + doctor::json(d).size() + doctor::compare_json(d, d).size();
+  const analysis::doctor::Diagnosis d = analysis::doctor::diagnose(in);
+  out += outputs::doctor::text(d).size() + outputs::doctor::json(d).size() +
+         outputs::doctor::compare_json(d, d).size();
   g_sink = out;
   return 0;
 }

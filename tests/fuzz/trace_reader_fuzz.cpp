@@ -10,8 +10,9 @@
 
 #include "tui/trace/events.hpp"  // event_as
 #include "tui/trace/trace_reader.hpp"
+#include "tests/lib/namespaces.hpp"
 
-using namespace platoon::model;
+using namespace platoon::tests;
 
 namespace {
 

@@ -12,8 +12,9 @@
 
 #include "bpf/snapshot/snapshot.hpp"
 #include "tui/analysis/window.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model::test {
+namespace platoon::tests::test {
 
 inline constexpr uint64_t kSec = 1'000'000'000;
 
@@ -87,4 +88,4 @@ inline rapidjson::Document parse_json(const std::string& s) {
   return d;
 }
 
-}  // namespace platoon::model::test
+}  // namespace platoon::tests::test

@@ -14,8 +14,9 @@
 #include "tui/outputs/export_csv.hpp"
 #include "tui/outputs/prom_metrics.hpp"
 #include "tui/outputs/report.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 constexpr uint64_t kSec = 1'000'000'000;
@@ -204,4 +205,4 @@ TEST(Catalog, NeededFieldsAreTheUnionOverWhatIsShown) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

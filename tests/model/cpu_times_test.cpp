@@ -7,8 +7,9 @@
 
 #include "bpf/collectors/proc_stat.hpp"
 #include "tui/outputs/prom_metrics.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 constexpr const char* kStat =
@@ -66,4 +67,4 @@ TEST(CpuTimesTest, ExporterServesStealIrqAndSoftirqPerCpuInSeconds) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

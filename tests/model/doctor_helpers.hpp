@@ -7,8 +7,15 @@
 #include <string>
 
 #include "tui/analysis/doctor.hpp"
+#include "tui/outputs/doctor_output.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
+
+// The tests read a diagnosis and its text, JSON and --vs verdict as one, beside the rest of the
+// program's names (tests/lib/namespaces.hpp).
+using namespace platoon::outputs::doctor;
+using namespace platoon::tests;
 
 inline const Finding* finding(const Diagnosis& d, const std::string& id) {
   for (const auto& f : d.findings)

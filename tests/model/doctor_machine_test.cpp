@@ -6,11 +6,12 @@
 #include "tests/model/builders.hpp"
 #include "tests/model/doctor_helpers.hpp"
 #include "tui/analysis/doctor.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model::test {
+namespace platoon::tests::test {
 namespace {
 
-using namespace platoon::model::doctor;
+using namespace platoon::analysis::doctor;
 
 Diagnosis run(const Window& w, RuntimeKind runtime = RuntimeKind::other) {
   DoctorInput in;
@@ -185,4 +186,4 @@ TEST(DoctorJson, SchemaVersionAndCarrierWaitSplit) {
 }
 
 }  // namespace
-}  // namespace platoon::model::test
+}  // namespace platoon::tests::test

@@ -12,7 +12,7 @@
 #include "tests/model/doctor_helpers.hpp"
 #include "tui/trace/trace_reader.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 namespace {
 
 constexpr uint64_t kSec = 1'000'000'000;
@@ -58,7 +58,7 @@ class Events {
   // delivers nearly, not strictly, in timestamp order).
   BatchTracker track(bool shuffle = false) const {
     std::vector<std::pair<const uint8_t*, size_t>> recs;
-    for_each_event(std::span<const uint8_t>(bytes_), [&](const platoon_event_header&, const void* r, size_t n) {
+    trace::for_each_event(std::span<const uint8_t>(bytes_), [&](const platoon_event_header&, const void* r, size_t n) {
       recs.emplace_back(static_cast<const uint8_t*>(r), n);
     });
     if (shuffle)
@@ -125,7 +125,7 @@ Diagnosis run(const Window& w, const BatchTracker* batches = nullptr, DoctorInpu
 // ---- healthy ----
 
 TEST(DoctorHealthy, NoFindingsAndAnEmptyJsonList) {
-  Scenario s;
+  tests::test::Scenario s;
   s.carrier(11, "carrier-0", 40, 1);
   s.carrier(12, "carrier-1", 40, 1);
   const Window w = s.window();
@@ -133,7 +133,7 @@ TEST(DoctorHealthy, NoFindingsAndAnEmptyJsonList) {
   EXPECT_TRUE(d.findings.empty());
   EXPECT_EQ(d.carriers, (std::vector<std::string>{"carrier-0", "carrier-1"}));
   EXPECT_NE(text(d).find("no findings"), std::string::npos);
-  auto j = parse_json(json(d));
+  auto j = tests::test::parse_json(json(d));
   ASSERT_TRUE(j["findings"].IsArray());
   EXPECT_EQ(j["findings"].Size(), 0u);
   EXPECT_STREQ(j["source"].GetString(), "bpf");
@@ -144,7 +144,7 @@ TEST(DoctorHealthy, NoFindingsAndAnEmptyJsonList) {
 // ---- carrier_waiting ----
 
 TEST(DoctorWaiting, PresentWithWhoPreempted) {
-  Scenario s;
+  tests::test::Scenario s;
   s.carrier(11, "carrier-0", 40, 7.5);
   s.carrier(12, "carrier-1", 40, 1);
   s.pair(11, PairKind::preempted_by, 50, 900, "mock-loop-0", 1000, 60'000'000);
@@ -168,7 +168,7 @@ TEST(DoctorWaiting, PresentWithWhoPreempted) {
   platoon.runtime = RuntimeKind::platoon;
   EXPECT_NE(finding(run(w, nullptr, platoon), "carrier_waiting")->remedy.find("--pin"), std::string::npos);
 
-  auto j = parse_json(json(d));
+  auto j = tests::test::parse_json(json(d));
   const auto& jf = j["findings"][0];
   EXPECT_STREQ(jf["id"].GetString(), "carrier_waiting");
   EXPECT_STREQ(jf["severity"].GetString(), "warn");
@@ -179,7 +179,7 @@ TEST(DoctorWaiting, PresentWithWhoPreempted) {
 }
 
 TEST(DoctorWaiting, CriticalAtTenPercentAbsentBelowThree) {
-  Scenario hi, lo;
+  tests::test::Scenario hi, lo;
   hi.carrier(11, "carrier-0", 40, 12);
   lo.carrier(11, "carrier-0", 40, 2.9);
   const Window wh = hi.window(), wl = lo.window();
@@ -191,7 +191,7 @@ TEST(DoctorWaiting, CriticalAtTenPercentAbsentBelowThree) {
 TEST(DoctorWaiting, WithEventsOnlyTheContendedWaitCounts) {
   // 6% tracepoint wait, but every wait ends with a switch from the idle task: the CPU waking
   // up, not another task holding it (a pinned carrier on an idle machine).
-  Scenario s;
+  tests::test::Scenario s;
   s.carrier(11, "carrier-0", 40, 6);
   const Window w = s.window();
   Events idle;
@@ -228,8 +228,8 @@ TEST(DoctorWaiting, WithEventsOnlyTheContendedWaitCounts) {
 
 TEST(DoctorMigrating, PresentCriticalWarnAndAbsent) {
   auto diag = [](uint64_t migrations, uint64_t ins, std::vector<uint64_t> dist) {
-    Scenario s;
-    ThreadSample& t = s.thread(11, "carrier-0", 40, 1, ins, dist);
+    tests::test::Scenario s;
+    snapshot::ThreadSample& t = s.thread(11, "carrier-0", 40, 1, ins, dist);
     t.migrations = migrations;
     const Window w = s.window();
     return run(w);
@@ -255,7 +255,7 @@ TEST(DoctorMigrating, PresentCriticalWarnAndAbsent) {
 // ---- platoon_effect ----
 
 TEST(DoctorPlatoonEffect, BatchesGrowAfterLongWaits) {
-  Scenario s;
+  tests::test::Scenario s;
   s.carrier(11, "carrier-0", 40, 1);
   const Window w = s.window();
   const BatchTracker t = carrier_cycles(2000, 5, 500 * kUs, 8, 1).track();
@@ -289,7 +289,7 @@ TEST(DoctorPlatoonEffect, BatchesGrowAfterLongWaits) {
 }
 
 TEST(DoctorPlatoonEffect, AbsentWhenBatchesDoNotGrowOrWaitsAreRare) {
-  Scenario s;
+  tests::test::Scenario s;
   s.carrier(11, "carrier-0", 40, 1);
   const Window w = s.window();
   const BatchTracker flat = carrier_cycles(2000, 5, 500 * kUs, 1, 1).track();
@@ -303,7 +303,7 @@ TEST(DoctorPlatoonEffect, AbsentWhenBatchesDoNotGrowOrWaitsAreRare) {
 }
 
 TEST(DoctorPlatoonEffect, NotEvaluatedWithoutRawEventsOrCarrierBatches) {
-  Scenario s;
+  tests::test::Scenario s;
   s.carrier(11, "carrier-0", 40, 1);
   const Window w = s.window();
   DoctorInput in;
@@ -311,7 +311,7 @@ TEST(DoctorPlatoonEffect, NotEvaluatedWithoutRawEventsOrCarrierBatches) {
   const Diagnosis d = run(w, nullptr, in);
   ASSERT_TRUE(not_evaluated(d, "platoon_effect"));
   EXPECT_NE(text(d).find("not evaluated: platoon_effect: the recording has no raw events"), std::string::npos);
-  auto j = parse_json(json(d));
+  auto j = tests::test::parse_json(json(d));
   EXPECT_STREQ(j["not_evaluated"][0]["id"].GetString(), "platoon_effect");
 
   Events other;  // events, but none of a carrier's batches
@@ -325,10 +325,10 @@ TEST(DoctorPlatoonEffect, NotEvaluatedWithoutRawEventsOrCarrierBatches) {
 
 TEST(DoctorPoller, PresentWhenTheWakerAlsoPreemptsOrWaits) {
   auto scenario = [](uint64_t preempts, double poller_wait) {
-    Scenario s;
+    tests::test::Scenario s;
     s.carrier(11, "carrier-0", 40, 1);
     s.carrier(12, "carrier-1", 40, 1);
-    ThreadSample& p = s.thread(13, "master-poller", 20, poller_wait);
+    snapshot::ThreadSample& p = s.thread(13, "master-poller", 20, poller_wait);
     p.io_cycles = 50000;  // it polls too: still not a carrier, it is the one that wakes them
     s.pair(11, PairKind::woken_by, 13, kPid, "master-poller", 30000, 0);
     s.pair(12, PairKind::woken_by, 13, kPid, "master-poller", 30000, 0);
@@ -362,7 +362,7 @@ TEST(DoctorPoller, PresentWhenTheWakerAlsoPreemptsOrWaits) {
 // ---- oversubscribed ----
 
 TEST(DoctorOversubscribed, MoreBusyThreadsThanCpus) {
-  Scenario s;
+  tests::test::Scenario s;
   for (uint32_t i = 0; i < 4; ++i) s.thread(20 + i, "worker", 50, 40, 1000, {500, 500});  // on CPUs 0 and 1
   const Window w = s.window();
   const Diagnosis d = run(w);
@@ -390,7 +390,7 @@ TEST(DoctorOversubscribed, MoreBusyThreadsThanCpus) {
 // ---- lost_events ----
 
 TEST(DoctorLosses, LostEventsTruncationAndNone) {
-  Scenario s;
+  tests::test::Scenario s;
   s.carrier(11, "carrier-0", 40, 1);
   s.to.lost_events_per_cpu = {30, 20};
   s.to.lost_pairs = 3;
@@ -430,8 +430,8 @@ TEST(DoctorLosses, LostEventsTruncationAndNone) {
 // ---- roles and sources ----
 
 TEST(DoctorRoles, EventLoopsOfAnyNameAreCarriers) {
-  Scenario s;
-  ThreadSample& w1 = s.thread(30, "nginx", 40, 8);
+  tests::test::Scenario s;
+  snapshot::ThreadSample& w1 = s.thread(30, "nginx", 40, 8);
   w1.io_cycles = 1000;
   s.thread(31, "nginx-helper", 1, 0);  // no epoll, no drains: not a carrier
   ThreadSample& d = s.thread(32, "worker-0", 40, 0);
@@ -445,7 +445,7 @@ TEST(DoctorRoles, EventLoopsOfAnyNameAreCarriers) {
 }
 
 TEST(DoctorRoles, NoCarrierSaysSo) {
-  Scenario s;
+  tests::test::Scenario s;
   s.thread(30, "sh", 90, 9);
   const Window w = s.window();
   const Diagnosis d = run(w);
@@ -455,8 +455,8 @@ TEST(DoctorRoles, NoCarrierSaysSo) {
 }
 
 TEST(DoctorProcfs, FewerFieldsNameWhatCouldNotBeEvaluated) {
-  Scenario s(Source::procfs);
-  ThreadSample& t = s.thread(11, "carrier-0", 40, 8);
+  tests::test::Scenario s(Source::procfs);
+  snapshot::ThreadSample& t = s.thread(11, "carrier-0", 40, 8);
   t.migrations = 3000;
   const Window w = s.window();
   DoctorInput in;
@@ -474,8 +474,8 @@ TEST(DoctorProcfs, FewerFieldsNameWhatCouldNotBeEvaluated) {
 // ---- --vs ----
 
 TEST(DoctorCompare, PinnedRunIsHealthier) {
-  Scenario un, pin;
-  ThreadSample& a = un.carrier(11, "carrier-0", 20, 7);
+  tests::test::Scenario un, pin;
+  snapshot::ThreadSample& a = un.carrier(11, "carrier-0", 20, 7);
   a.migrations = 5000;
   a.cpu_switch_ins = {5000, 5000};
   pin.carrier(11, "carrier-0@cpu1", 35, 0.5);
@@ -489,7 +489,7 @@ TEST(DoctorCompare, PinnedRunIsHealthier) {
   const std::string txt = compare_text(du, dp);
   EXPECT_NE(txt.find("healthier: B"), std::string::npos);
   EXPECT_NE(txt.find("max carrier %wait"), std::string::npos);
-  auto j = parse_json(compare_json(du, dp));
+  auto j = tests::test::parse_json(compare_json(du, dp));
   EXPECT_STREQ(j["healthier"].GetString(), "b");
   EXPECT_EQ(j["a"]["findings"].Size(), 2u);
   EXPECT_EQ(j["b"]["findings"].Size(), 0u);
@@ -498,7 +498,7 @@ TEST(DoctorCompare, PinnedRunIsHealthier) {
 }
 
 TEST(DoctorCompare, SameFindingsNumbersDecideOrNeither) {
-  Scenario x, y;
+  tests::test::Scenario x, y;
   x.carrier(11, "carrier-0", 20, 2.5);
   y.carrier(11, "carrier-0", 20, 0.5);
   const Window wx = x.window(), wy = y.window();

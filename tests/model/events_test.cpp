@@ -8,8 +8,9 @@
 #include <cstring>
 #include <string>
 #include <vector>
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 template <class T>
@@ -154,4 +155,4 @@ TEST(EventReader, ShortAndUnknownRecordsAreCountedNotHeld) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

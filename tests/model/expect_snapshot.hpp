@@ -13,8 +13,9 @@
 #include <vector>
 
 #include "bpf/snapshot/snapshot.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model::test {
+namespace platoon::tests::test {
 
 // Every listed counter, maximum, histogram slot and per-CPU list equal, each failure by name.
 struct ExpectEveryListedFieldEqual {
@@ -69,4 +70,4 @@ inline void expect_same_snapshot(const Snapshot& got, const Snapshot& want) {
   }
 }
 
-}  // namespace platoon::model::test
+}  // namespace platoon::tests::test

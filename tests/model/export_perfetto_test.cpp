@@ -13,8 +13,9 @@
 
 #include "tui/outputs/export_targets.hpp"
 #include "tui/outputs/proto_encoder.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 struct Field {
@@ -305,4 +306,4 @@ TEST(PerfettoExport, StreamsThroughABoundedReorderBuffer) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

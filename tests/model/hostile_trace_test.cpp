@@ -16,8 +16,9 @@
 #include "tui/trace/trace_reader.hpp"
 #include "tui/trace/trace_writer.hpp"
 #include "tui/analysis/window.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 constexpr uint64_t kStart = 1'000'000'000;
@@ -248,4 +249,4 @@ TEST_F(HostileTrace, PerCpuListsInflate) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

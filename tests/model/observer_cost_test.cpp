@@ -12,8 +12,9 @@
 #include "tests/model/builders.hpp"
 #include "tui/outputs/prom_metrics.hpp"
 #include "tui/outputs/report.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 using test::kSec;
@@ -253,4 +254,4 @@ TEST(ObserverCostExporter, SelfMetrics) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

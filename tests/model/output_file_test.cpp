@@ -21,8 +21,9 @@
 
 #include "tests/model/temp_dir.hpp"
 #include "tui/trace/trace_writer.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 using ::testing::HasSubstr;
@@ -176,4 +177,4 @@ TEST_F(OutputFileTest, UniqueNamesNeverReplaceAnEarlierFile) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

@@ -20,8 +20,9 @@
 #include <thread>
 
 #include "tui/analysis/window.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 using namespace std::chrono_literals;
@@ -293,4 +294,4 @@ TEST(ProcfsSampler, CostOfOneSampleWithAThousandThreads) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

@@ -15,8 +15,9 @@
 #include <utility>
 
 #include "tests/model/builders.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 using test::kSec;  // tests/model/builders.hpp
@@ -330,4 +331,4 @@ TEST(PromExposition, PromtoolChecksCleanly) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

@@ -9,8 +9,9 @@
 #include "tui/trace/events.hpp"
 #include "tui/trace/replay_source.hpp"
 #include "tui/trace/trace_writer.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 using namespace test;
@@ -92,4 +93,4 @@ TEST(ReplaySource, RewindingSeeks) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

@@ -7,8 +7,9 @@
 #include <rapidjson/document.h>
 
 #include "tests/model/builders.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 using test::kSec;
@@ -198,4 +199,4 @@ TEST(Compare, JsonAndTextRatios) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

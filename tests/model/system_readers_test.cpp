@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "bpf/collectors/system.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::bpf {
+namespace platoon::tests {
 namespace {
 
 TEST(SystemReaders, CpuListsAsTheKernelWritesThem) {
@@ -57,4 +58,4 @@ TEST(SystemReaders, ThreadRunningFollowsTheThreadsState) {
 }
 
 }  // namespace
-}  // namespace platoon::bpf
+}  // namespace platoon::tests

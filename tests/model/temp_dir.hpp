@@ -8,8 +8,9 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model::test {
+namespace platoon::tests::test {
 
 class TempDirTest : public ::testing::Test {
  protected:
@@ -26,4 +27,4 @@ class TempDirTest : public ::testing::Test {
   std::string dir_;
 };
 
-}  // namespace platoon::model::test
+}  // namespace platoon::tests::test

@@ -12,8 +12,9 @@
 #include <string>
 
 #include "tests/model/builders.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 ThreadWindow thread(uint32_t tid, const char* comm, double cpu, double wait) {
@@ -486,4 +487,4 @@ TEST(TopStateProcesses, SortKeysActOnTheProcessColumnsInTheProcessView) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

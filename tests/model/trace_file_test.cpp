@@ -22,8 +22,9 @@
 #include "tui/trace/trace_reader.hpp"
 #include "tui/trace/trace_writer.hpp"
 #include "tui/analysis/window.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 using ::testing::HasSubstr;
@@ -828,4 +829,4 @@ TEST_F(TraceFileTest, MachineContextRoundTrips) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

@@ -5,8 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "tests/model/builders.hpp"
+#include "tests/lib/namespaces.hpp"
 
-namespace platoon::model {
+namespace platoon::tests {
 namespace {
 
 using test::kSec;  // tests/model/builders.hpp
@@ -300,4 +301,4 @@ TEST(Snapshot, MissingFieldNames) {
 }
 
 }  // namespace
-}  // namespace platoon::model
+}  // namespace platoon::tests

@@ -4,7 +4,10 @@
 #  a. nothing under bpf/, runtime/ or server/ includes anything from tui/ (the layers point down);
 #  b. no source file (.c .cpp .h .hpp) outside tests/ is over 800 lines;
 #  c. no C++ function outside tests/ is over 80 lines, as universal-ctags measures it (from its
-#     line to its end); the BPF programs (bpf/*.bpf.c, bpf/*.bpf.h) are C and not measured.
+#     line to its end); the BPF programs (bpf/*.bpf.c, bpf/*.bpf.h) are C and not measured;
+#  d. a file's namespace follows its folder (the table below): every namespace a C++ file outside
+#     tests/ opens at its top level is the folder's or one inside it (a one-line forward
+#     declaration of another's name is allowed).
 # Every offender is printed with its size. Exit 0 pass, 1 fail, 77 skip (no git or ctags).
 set -uo pipefail
 . "$(dirname "$0")/../lib/common.sh"
@@ -42,6 +45,39 @@ while read -r where lines; do
 done < <(sources '*.cpp' '*.hpp' | grep -v '^tests/' |
          xargs -r ctags --fields=+ne -x --_xformat='%{input}:%{line}:%{end}:%{name}' --kinds-c++=f |
          awk -F: -v max="$max_function_lines" '$3 != "" && $3 - $2 + 1 > max { print $1 ":" $2 ":" $4, $3 - $2 + 1 }')
+
+# d. Namespaces follow folders: FOLDER NAMESPACE-PATTERN (an extended regex, anchored).
+folder_namespaces='
+bpf/snapshot/      platoon::snapshot
+bpf/collectors/    platoon::collectors
+tui/trace/         platoon::trace
+tui/metrics/       platoon::metrics
+tui/analysis/      platoon::analysis
+tui/outputs/       platoon::outputs
+tui/dashboard/     platoon::dashboard
+tui/commands/      platoon::cli
+tui/web/           platoon::web
+runtime/           platoon::rt
+server/handoff/    platoon::server
+server/mock/       platoon::mock
+server/load/       platoon::load
+server/common/     platoon::(fruits|http|json|process)
+'
+while read -r folder pattern; do
+  [ -n "$folder" ] || continue
+  while IFS=: read -r f line ns; do
+    echo "namespace $ns in $f:$line is not $pattern (its folder is $folder)"; bad=$((bad + 1))
+  done < <(sources "$folder*.cpp" "$folder*.hpp" "$folder*.h" |
+           xargs -r awk '
+             FNR == 1 { depth = 0 }
+             /^namespace +[A-Za-z_:]* *\{ *(\/\/.*)?$/ {
+               name = $2; sub(/\{.*/, "", name)
+               if (depth == 0 && name != "") print FILENAME ":" FNR ":" name
+               depth++; next
+             }
+             /^\} *\/\/ *namespace/ { depth-- }' |
+           grep -vE ":(${pattern})(::[A-Za-z_:]+)?$")
+done <<< "$folder_namespaces"
 
 [ "$bad" -eq 0 ] || fail "$bad offender(s) of the tree rules above"
 echo PASS

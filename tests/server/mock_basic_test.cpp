@@ -296,8 +296,7 @@ TEST(MockBasic, ConnectionCloseHonoured) {
 
   // HTTP/1.0 without keep-alive closes too.
   Client c10(mock.port());
-  ASSERT_TRUE(c10.send_all("GET /fruits HTTP/1.0\r\n\r\n"));
-  ASSERT_TRUE(c10.read_response(m));
+  ASSERT_TRUE(c10.ask("GET /fruits HTTP/1.0\r\n\r\n", m));
   expect_fruits(m);
   EXPECT_TRUE(c10.closed_by_peer());
   EXPECT_EQ(mock.stop(), 0);

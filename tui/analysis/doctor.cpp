@@ -7,7 +7,7 @@
 
 #include "tui/analysis/doctor_checks.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 // ---- Value ----
 
@@ -54,7 +54,7 @@ Diagnosis diagnose(const DoctorInput& in) {
   for (const ThreadWindow* t : c.roles.carriers) {
     d.carriers.push_back(c.name(*t));
     d.carrier_wait.push_back({c.name(*t), t->tid, t->wait_pct,
-                              w.has(kFieldWaitSplit) ? std::optional<WaitSplit>(t->wait_split) : std::nullopt,
+                              w.has(snapshot::kFieldWaitSplit) ? std::optional<WaitSplit>(t->wait_split) : std::nullopt,
                               w.fields});
   }
   for (const Check& check : checks()) {
@@ -76,4 +76,4 @@ Diagnosis diagnose(const DoctorInput& in) {
   return d;
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

@@ -26,10 +26,9 @@
 #include "tui/analysis/doctor_thresholds.hpp"
 #include "tui/analysis/window.hpp"
 
-
-// Everything here lives in platoon::model::doctor: its generic names (Value, Finding, compare)
-// stay out of the way of the rest of the model.
-namespace platoon::model::doctor {
+// Everything here lives in platoon::analysis::doctor: its generic names (Value, Finding) stay
+// out of the way of the rest of the analysis. Its text and JSON are tui/outputs/doctor_output.hpp.
+namespace platoon::analysis::doctor {
 
 // ---- a small ordered JSON value: evidence and thresholds hold numbers, names and rows ----
 
@@ -92,7 +91,7 @@ struct DoctorInput {
   std::string truncated_reason;
   bool complete = true;        // the recorder stopped cleanly
   uint64_t snapshots = 0;
-  RuntimeKind runtime = RuntimeKind::other;   // what the target is: remedies use its knobs
+  snapshot::RuntimeKind runtime = snapshot::RuntimeKind::other;  // what the target is: remedies use its knobs
 };
 
 // What --vs puts side by side.
@@ -127,7 +126,7 @@ inline constexpr int kJsonSchemaVersion = 2;
 struct Diagnosis {
   std::string label;
   std::string source;          // "bpf" or "procfs"
-  RuntimeKind runtime = RuntimeKind::other;
+  snapshot::RuntimeKind runtime = snapshot::RuntimeKind::other;
   double duration_s = 0;
   std::vector<std::string> carriers;
   std::vector<CarrierWait> carrier_wait;  // per carrier, in the order of `carriers`
@@ -147,16 +146,4 @@ Roles find_roles(const Window& w);
 
 Diagnosis diagnose(const DoctorInput& in);
 
-std::string text(const Diagnosis& d);
-std::string json(const Diagnosis& d, bool pretty = true);
-
-// --vs: which run is healthier and why.
-struct Comparison {
-  int healthier = 0;           // 0: A, 1: B, -1: neither
-  std::vector<std::string> reasons;
-};
-Comparison compare(const Diagnosis& a, const Diagnosis& b);
-std::string compare_text(const Diagnosis& a, const Diagnosis& b);
-std::string compare_json(const Diagnosis& a, const Diagnosis& b, bool pretty = true);
-
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 void BatchStats::add(uint64_t wait_ns, double batch) {
   ++samples;
@@ -41,8 +41,8 @@ void BatchTracker::on_switch(const platoon_event_header& h, const platoon_ev_swi
 }
 
 // The wait starts at wakeup, not at waking.
-void BatchTracker::on_wake(const platoon_event_header& h, const platoon_ev_wake&, WakeKind kind) {
-  if (kind == WakeKind::waking || h.tid == 0) return;
+void BatchTracker::on_wake(const platoon_event_header& h, const platoon_ev_wake&, trace::WakeKind kind) {
+  if (kind == trace::WakeKind::waking || h.tid == 0) return;
   State& s = state_[h.tid];
   // A wakeup of a thread that is still on its CPU (it had not finished going to sleep) starts
   // no wait; neither does a second wakeup of a thread already queued.
@@ -121,4 +121,4 @@ void BatchTracker::close_batch(Since& since, BatchStats& stats, int64_t batch) {
   since.wait = 0;
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

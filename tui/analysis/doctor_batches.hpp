@@ -14,7 +14,7 @@
 #include "tui/analysis/doctor_thresholds.hpp"
 #include "tui/trace/events.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 // Batches of one kind (epoll returns or runtime drains) of one thread, split by the run-queue
 // wait the thread had since its previous batch of that kind.
@@ -48,8 +48,9 @@ struct ThreadBatches {
   BatchStats drain;            // queue depth at drain start
   uint64_t preemptions = 0;    // switched out while runnable
   // The wait split by what ended it: a switch from the idle task is the CPU waking up (about
-  // 10 µs per wakeup in docs/doctor.md's benchmark runs, kernel 6.18, booked as run time by schedstat and pidstat); a switch from
-  // another task is the thread waiting for that task, which is what pinning and cpusets cure.
+  // 10 µs per wakeup in docs/doctor.md's benchmark runs, kernel 6.18, booked as run time by
+  // schedstat and pidstat); a switch from another task is the thread waiting for that task,
+  // which is what pinning and cpusets cure.
   uint64_t waits = 0;
   uint64_t wait_ns = 0;
   uint64_t idle_exit_ns = 0;
@@ -61,7 +62,7 @@ struct ThreadBatches {
 // behind the shared reorder buffer. Feed every event record (any order within
 // kReorderHorizonNs), then finish(). Memory: the reorder horizon plus a few numbers per thread,
 // so a long recording or a live watch stays small.
-class BatchTracker : private EventVisitor {
+class BatchTracker : private trace::EventVisitor {
  public:
   void add(const platoon_event_header& h, const void* record, size_t size) { reader_.add(h, record, size, *this); }
   void finish();
@@ -79,7 +80,7 @@ class BatchTracker : private EventVisitor {
     Since epoll, drain;
   };
   void on_switch(const platoon_event_header& h, const platoon_ev_switch& e) override;
-  void on_wake(const platoon_event_header& h, const platoon_ev_wake& e, WakeKind kind) override;
+  void on_wake(const platoon_event_header& h, const platoon_ev_wake& e, trace::WakeKind kind) override;
   void on_epoll(const platoon_event_header& h, const platoon_ev_epoll& e) override;
   void on_drain(const platoon_event_header& h, const platoon_ev_runtime& e) override;
   void switch_out(uint64_t ts, uint32_t tid, bool preempted);
@@ -89,10 +90,10 @@ class BatchTracker : private EventVisitor {
   ThreadBatches& out_for(uint32_t tid);
   static void close_batch(Since& since, BatchStats& stats, int64_t batch);
 
-  EventReader reader_;
+  trace::EventReader reader_;
   std::map<uint32_t, State> state_;
   std::map<uint32_t, ThreadBatches> out_;
   std::map<uint32_t, std::pair<uint32_t, std::string>> names_;  // tid → (pid, comm), from switches
 };
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

@@ -7,7 +7,7 @@
 
 #include "tui/analysis/doctor_checks.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 namespace {
 
@@ -158,7 +158,7 @@ void check_waiting(const Context& c, CheckResult& out) {
     who.note(waited_behind);
     f.evidence.emplace_back("waited_behind", array_of(waited_behind));
   }
-  if (c.w.has(kFieldPairs)) {
+  if (c.w.has(snapshot::kFieldPairs)) {
     const std::vector<PeerRow> preempted_by = peer_rows(preempted, c, 5);
     who.note(preempted_by);
     f.evidence.emplace_back("preempted_by", array_of(preempted_by));
@@ -190,7 +190,7 @@ void check_migrating(const Context& c, CheckResult& out) {
                {"migrations_per_s", round_to(t->migrations_per_s, 1)},
                {"migrations", t->migrations},
                {"migration_share_pct", round_to(share, 1)}};
-    if (c.w.has(kFieldCpuDist) && !t->cpu_distribution.empty()) {
+    if (c.w.has(snapshot::kFieldCpuDist) && !t->cpu_distribution.empty()) {
       double top = 0;
       for (auto [cpu, pct] : t->cpu_distribution) top = std::max(top, pct);
       row.emplace_back("cpu_distribution", cpu_distribution(*t));
@@ -206,7 +206,7 @@ void check_migrating(const Context& c, CheckResult& out) {
   f.threshold = {{"migrations_per_s_warn", kMigrationsPerSWarn},
                  {"migration_share_pct_warn", kMigrationShareWarn},
                  {"migrations_per_s_critical", kMigrationsPerSCritical}};
-  f.remedy = c.remedies.kind == RuntimeKind::platoon
+  f.remedy = c.remedies.kind == snapshot::RuntimeKind::platoon
                  ? "Pin each carrier to its own CPU: platoon-server --pin (carrier i on the i-th allowed CPU), "
                    "or taskset -pc CPU TID per carrier thread."
                  : "Keep each carrier on one CPU: " + c.remedies.pin_carriers() + " (nginx: worker_cpu_affinity auto).";
@@ -373,4 +373,4 @@ void check_poller(const Context& c, CheckResult& out) {
   }
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

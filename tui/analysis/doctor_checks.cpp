@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 namespace {
 
@@ -30,9 +30,9 @@ struct Requirement {
 constexpr Requirement kRequirements[] = {
     {Need::carriers, [](const Context& c) { return !c.roles.carriers.empty(); },
      "no carrier or event-loop thread (none named carrier*, none with epoll cycles or drains)"},
-    {Need::run_wait, [](const Context& c) { return c.w.has(kFieldRunWait); }, "the source has no run/wait times"},
-    {Need::migrations, [](const Context& c) { return c.w.has(kFieldMigrations); }, "the source has no migration counts"},
-    {Need::pairs, [](const Context& c) { return c.w.has(kFieldPairs); }, "the source has no wakers or preemptors (procfs)"},
+    {Need::run_wait, [](const Context& c) { return c.w.has(snapshot::kFieldRunWait); }, "the source has no run/wait times"},
+    {Need::migrations, [](const Context& c) { return c.w.has(snapshot::kFieldMigrations); }, "the source has no migration counts"},
+    {Need::pairs, [](const Context& c) { return c.w.has(snapshot::kFieldPairs); }, "the source has no wakers or preemptors (procfs)"},
     {Need::raw_events, [](const Context& c) { return c.in.batches != nullptr; },
      "no raw events (switches, epoll returns, drains) to relate batches to waits"},
     {Need::cgroups, [](const Context& c) { return !c.w.cgroups.empty(); },
@@ -63,4 +63,4 @@ std::optional<std::string> missing(const Context& c, Needs needs) {
   return std::nullopt;
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

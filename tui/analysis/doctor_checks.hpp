@@ -22,7 +22,7 @@
 #include "tui/analysis/doctor.hpp"
 #include "tui/analysis/doctor_remedies.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 // Thread names as findings list them: the comm, with the tid when another thread shares it.
 class Names {
@@ -122,4 +122,4 @@ Array array_of(const std::vector<Row>& rows) {
   return a;
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

@@ -3,7 +3,7 @@
 // measures it.
 #include "tui/analysis/doctor_checks.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 namespace {
 
@@ -36,7 +36,7 @@ KeyNumbers key_numbers(const Context& c) {
   uint64_t cycles = 0, events = 0, drains_n = 0, depth = 0;
   double migr = 0;
   for (const ThreadWindow* t : c.roles.carriers) {
-    if (c.w.has(kFieldRunWait) && (!k.max_carrier_wait_pct || t->wait_pct > *k.max_carrier_wait_pct)) {
+    if (c.w.has(snapshot::kFieldRunWait) && (!k.max_carrier_wait_pct || t->wait_pct > *k.max_carrier_wait_pct)) {
       k.max_carrier_wait_pct = t->wait_pct;
       k.max_wait_thread = c.name(*t);
     }
@@ -46,11 +46,11 @@ KeyNumbers key_numbers(const Context& c) {
     drains_n += t->delta.drains;
     depth += t->delta.drain_depth_sum;
   }
-  if (c.w.has(kFieldMigrations)) k.carrier_migrations_per_s = migr;
+  if (c.w.has(snapshot::kFieldMigrations)) k.carrier_migrations_per_s = migr;
   if (c.in.batches) add_batch_numbers(c, k);
-  if (c.w.has(kFieldIo) && cycles) k.events_per_cycle = static_cast<double>(events) / static_cast<double>(cycles);
-  if (c.w.has(kFieldDrain) && drains_n) k.queue_depth_avg = static_cast<double>(depth) / static_cast<double>(drains_n);
+  if (c.w.has(snapshot::kFieldIo) && cycles) k.events_per_cycle = static_cast<double>(events) / static_cast<double>(cycles);
+  if (c.w.has(snapshot::kFieldDrain) && drains_n) k.queue_depth_avg = static_cast<double>(depth) / static_cast<double>(drains_n);
   return k;
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

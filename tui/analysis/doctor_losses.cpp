@@ -3,7 +3,7 @@
 
 #include "tui/analysis/doctor_checks.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 void check_losses(const Context& c, CheckResult& out) {
   const Losses& l = c.w.losses;
@@ -38,4 +38,4 @@ void check_losses(const Context& c, CheckResult& out) {
   out.findings.push_back(std::move(f));
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

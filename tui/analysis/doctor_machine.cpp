@@ -13,7 +13,7 @@
 
 #include "tui/analysis/doctor_checks.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 namespace {
 
@@ -52,7 +52,7 @@ uint32_t busy_threads(const Context& c, const std::string& path) {
 // the CPUs its threads ran on (at most the machine's), else the machine's CPUs; 0: unknown.
 std::pair<uint32_t, const char*> allowed_cpus(const Context& c, uint32_t pid, const std::vector<const ThreadWindow*>& ts) {
   if (auto it = c.in.allowed_cpus.find(pid); it != c.in.allowed_cpus.end() && it->second > 0) return {it->second, "affinity"};
-  if (c.w.has(kFieldCpuDist)) {
+  if (c.w.has(snapshot::kFieldCpuDist)) {
     std::set<uint32_t> cpus;
     for (auto* t : ts)
       for (auto [cpu, pct] : t->cpu_distribution) cpus.insert(cpu);
@@ -219,7 +219,7 @@ void check_steal(const Context& c, CheckResult& out) {
 
 // A kernel without IRQ time accounting gives no irq part of wait (kFieldWaitIrq).
 void check_irq(const Context& c, CheckResult& out) {
-  auto found = cpu_cause(c, kIrq, c.w.has(kFieldWaitIrq));
+  auto found = cpu_cause(c, kIrq, c.w.has(snapshot::kFieldWaitIrq));
   if (!found) return;
   Finding& f = found->f;
   f.title = fmt::format("interrupts take the target's CPUs: up to {:.1f}% of CPU {} in hard and soft interrupts",
@@ -265,4 +265,4 @@ void check_oversubscribed(const Context& c, CheckResult& out) {
   }
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

@@ -4,13 +4,13 @@
 
 #include <array>
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 namespace {
 
 // Each runtime's knobs, one row per RuntimeKind (in its order): what the findings' remedies say.
 struct Knobs {
-  RuntimeKind kind;
+  snapshot::RuntimeKind kind;
   const char* size_carriers;     // a format: {0} is the number of carriers
   const char* share_queues;
   const char* pin_carriers;
@@ -18,35 +18,35 @@ struct Knobs {
 };
 
 constexpr std::array<Knobs, 4> kKnobs{{
-    {RuntimeKind::other, "{0} event-loop or worker threads (the server's own setting)",
+    {snapshot::RuntimeKind::other, "{0} event-loop or worker threads (the server's own setting)",
      "work stealing between the event loops, if the server has it",
      "taskset -c / a cpuset per event-loop thread (taskset -pc CPU TID)",
      "renice/chrt the polling thread above the workers (renice -n -5 -p TID)"},
-    {RuntimeKind::platoon, "platoon-server --carriers {0}", "platoon-server --work-stealing", "platoon-server --pin",
+    {snapshot::RuntimeKind::platoon, "platoon-server --carriers {0}", "platoon-server --work-stealing", "platoon-server --pin",
      "platoon-server --poller-nice -5 or --carrier-nice 5"},
     // Loom's carriers are the ForkJoinPool's threads; the JVM sizes it (and its GC and JIT
     // threads) from the CPUs it believes it has, which a quota does not change. Its master
     // poller is a platform thread the carriers wait behind; loom/fibers' pollerMode=3 gives each
     // carrier its own sub-poller.
-    {RuntimeKind::jvm, "-Djdk.virtualThreadScheduler.parallelism={0} -XX:ActiveProcessorCount={0}",
+    {snapshot::RuntimeKind::jvm, "-Djdk.virtualThreadScheduler.parallelism={0} -XX:ActiveProcessorCount={0}",
      "the default ForkJoinPool scheduler, which steals (not a custom per-carrier scheduler)",
      "a cpuset for the JVM (taskset -c / the container's cpuset) with the carrier count equal to its CPUs; "
      "the JDK cannot pin individual carriers",
      "-Djdk.pollerMode=3 (loom/fibers: a sub-poller per carrier, no shared master poller), or the "
      "master poller thread reniced above the carriers (renice -n -5 -p TID)"},
-    {RuntimeKind::go, "GOMAXPROCS={0}", "nothing to set: Go's Ps steal from each other already",
+    {snapshot::RuntimeKind::go, "GOMAXPROCS={0}", "nothing to set: Go's Ps steal from each other already",
      "a cpuset for the process (taskset -c) with GOMAXPROCS equal to its CPUs; the Go scheduler cannot pin Ps",
      "nothing to set: Go's netpoller runs on its Ps; lower the other busy threads instead"},
 }};
 
 constexpr bool in_kind_order() {
   for (size_t i = 0; i < kKnobs.size(); ++i)
-    if (kKnobs[i].kind != static_cast<RuntimeKind>(i)) return false;
+    if (kKnobs[i].kind != static_cast<snapshot::RuntimeKind>(i)) return false;
   return true;
 }
 static_assert(in_kind_order());
 
-const Knobs& knobs(RuntimeKind k) {
+const Knobs& knobs(snapshot::RuntimeKind k) {
   const auto i = static_cast<size_t>(k);
   return i < kKnobs.size() ? kKnobs[i] : kKnobs[0];
 }
@@ -60,4 +60,4 @@ std::string Remedies::share_queues() const { return knobs(kind).share_queues; }
 std::string Remedies::pin_carriers() const { return knobs(kind).pin_carriers; }
 std::string Remedies::poller_priority() const { return knobs(kind).poller_priority; }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

@@ -9,10 +9,10 @@
 
 #include "bpf/snapshot/runtime_kind.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 struct Remedies {
-  RuntimeKind kind = RuntimeKind::other;
+  snapshot::RuntimeKind kind = snapshot::RuntimeKind::other;
 
   // How to run N carriers / OS threads for the event loops ("N-1" and the like also do).
   std::string size_carriers(uint32_t n) const { return size_carriers(std::to_string(n)); }
@@ -25,4 +25,4 @@ struct Remedies {
   std::string poller_priority() const;
 };
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

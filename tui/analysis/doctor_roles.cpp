@@ -4,7 +4,7 @@
 
 #include "tui/analysis/doctor_checks.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 namespace {
 
@@ -63,4 +63,4 @@ const ThreadBatches* Context::batches_of(uint32_t tid) const {
   return it == in.batches->threads().end() ? nullptr : &it->second;
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

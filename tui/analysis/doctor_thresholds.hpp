@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 // carrier_waiting. The seed's unpinned carriers waited 11% of the time and its pinned ones 2%.
 // In docs/doctor.md's two scripts/run-benchmark.sh runs (a 2-vCPU Firecracker VM, kernel 6.18)
@@ -58,10 +58,10 @@ inline constexpr double kDemandFactor = 1.0;
 // batch analysis may be skewed (warn).
 inline constexpr double kLostEventsPctWarn = 1.0;
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor
 
 // ---- what the machine and the container do (doctor_machine.cpp) ----
-namespace platoon::model::doctor {
+namespace platoon::analysis::doctor {
 
 // cpu_throttled. CFS bandwidth throttles a group for the rest of a period (100 ms by default)
 // once it used its quota: a carrier parked that long has every one of its connections stalled.
@@ -87,4 +87,4 @@ inline constexpr double kIrqPctCritical = 30.0;
 // Either check also fires when a thread's own wait with that cause reaches this share.
 inline constexpr double kCauseWaitPctWarn = 3.0;
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace platoon::model {
+namespace platoon::analysis {
 
 uint64_t hist_total(std::span<const uint64_t> hist) {
   uint64_t sum = 0;
@@ -88,4 +88,4 @@ LatencySummary summarize_log2_ns(std::span<const uint64_t> hist, uint64_t max_ns
   return s;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::analysis

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace platoon::model {
+namespace platoon::analysis {
 
 using Slots = std::vector<std::pair<uint32_t, uint64_t>>;  // (slot, count), count > 0
 
@@ -39,4 +39,4 @@ struct LatencySummary {
 };
 LatencySummary summarize_log2_ns(std::span<const uint64_t> hist, uint64_t max_ns);
 
-}  // namespace platoon::model
+}  // namespace platoon::analysis

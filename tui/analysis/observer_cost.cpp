@@ -10,7 +10,7 @@
 
 #include "bpf/snapshot/clock.hpp"
 
-namespace platoon::model {
+namespace platoon::analysis {
 
 namespace {
 
@@ -39,16 +39,16 @@ bool parse_u64(std::string_view s, uint64_t& out) {
   return r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
-std::optional<BpfStats> parse_stats(std::string_view s) {
-  if (s == "on") return BpfStats::on;
-  if (s == "unknown") return BpfStats::unknown;
-  if (s == "none") return BpfStats::none;
+std::optional<snapshot::BpfStats> parse_stats(std::string_view s) {
+  if (s == "on") return snapshot::BpfStats::on;
+  if (s == "unknown") return snapshot::BpfStats::unknown;
+  if (s == "none") return snapshot::BpfStats::none;
   return std::nullopt;
 }
 
 // NAME/RUNS/NS/MISSES
-std::optional<ProgramCost> parse_program(std::string_view s) {
-  ProgramCost p;
+std::optional<snapshot::ProgramCost> parse_program(std::string_view s) {
+  snapshot::ProgramCost p;
   uint64_t* fields[] = {&p.run_cnt, &p.run_time_ns, &p.misses};
   size_t slash = s.find('/');
   if (slash == 0 || slash == std::string_view::npos) return std::nullopt;
@@ -71,12 +71,12 @@ uint64_t self_cpu_ns() {
   return timeval_ns(ru.ru_utime) + timeval_ns(ru.ru_stime);
 }
 
-CostSample take_cost_sample(const SnapshotSource& source) {
-  return {source.cost(), clock_ns(CLOCK_BOOTTIME), self_cpu_ns()};
+CostSample take_cost_sample(const snapshot::SnapshotSource& source) {
+  return {source.cost(), snapshot::clock_ns(CLOCK_BOOTTIME), self_cpu_ns()};
 }
 
-ObserverCost observer_cost(BpfStats stats, std::string why, uint64_t wall_ns, uint64_t self_ns,
-                           const std::vector<ProgramCost>& deltas, uint64_t counted_ns) {
+ObserverCost observer_cost(snapshot::BpfStats stats, std::string why, uint64_t wall_ns, uint64_t self_ns,
+                           const std::vector<snapshot::ProgramCost>& deltas, uint64_t counted_ns) {
   ObserverCost c;
   c.stats = stats;
   c.why = std::move(why);
@@ -86,8 +86,8 @@ ObserverCost observer_cost(BpfStats stats, std::string why, uint64_t wall_ns, ui
   c.self_cpu_ns = self_ns;
   c.self_cpu_pct = c.wall_s > 0 ? static_cast<double>(self_ns) / static_cast<double>(wall_ns) * 100.0 : 0.0;
   // Without the kernel's stats the counters stand still at whatever they were: not a cost of 0.
-  if (stats != BpfStats::on) return c;
-  for (const ProgramCost& d : deltas) {
+  if (stats != snapshot::BpfStats::on) return c;
+  for (const snapshot::ProgramCost& d : deltas) {
     if (d.run_cnt == 0 && d.run_time_ns == 0 && d.misses == 0) continue;
     ProgramRate r;
     r.name = d.name;
@@ -116,11 +116,11 @@ uint64_t counted_between(const CostSample& from, const CostSample& to) {
 }
 
 ObserverCost observer_cost(const CostSample& from, const CostSample& to) {
-  std::vector<ProgramCost> deltas;
-  for (const ProgramCost& b : to.bpf.programs) {
-    ProgramCost d = b;
+  std::vector<snapshot::ProgramCost> deltas;
+  for (const snapshot::ProgramCost& b : to.bpf.programs) {
+    snapshot::ProgramCost d = b;
     auto a = std::find_if(from.bpf.programs.begin(), from.bpf.programs.end(),
-                          [&](const ProgramCost& p) { return p.name == b.name; });
+                          [&](const snapshot::ProgramCost& p) { return p.name == b.name; });
     if (a != from.bpf.programs.end() && a->run_cnt <= b.run_cnt && a->run_time_ns <= b.run_time_ns &&
         a->misses <= b.misses) {
       d.run_cnt -= a->run_cnt;
@@ -131,25 +131,25 @@ ObserverCost observer_cost(const CostSample& from, const CostSample& to) {
   }
   // The stats must have been on for the whole span: on at the end only, the first part of the
   // span ran uncounted and the rate would read low.
-  BpfStats stats = to.bpf.stats;
+  snapshot::BpfStats stats = to.bpf.stats;
   std::string why = to.bpf.why;
-  if (from.bpf.stats != BpfStats::on && to.bpf.stats == BpfStats::on) {
-    stats = BpfStats::unknown;
+  if (from.bpf.stats != snapshot::BpfStats::on && to.bpf.stats == snapshot::BpfStats::on) {
+    stats = snapshot::BpfStats::unknown;
     why = "BPF run-time stats were off for part of the time (" + from.bpf.why + ")";
   }
   const uint64_t wall = to.wall_ns > from.wall_ns ? to.wall_ns - from.wall_ns : 0;
   const uint64_t self = to.self_cpu_ns > from.self_cpu_ns ? to.self_cpu_ns - from.self_cpu_ns : 0;
   uint64_t counted = 0;
-  if (stats == BpfStats::on && to.bpf.sampled) {
+  if (stats == snapshot::BpfStats::on && to.bpf.sampled) {
     counted = counted_between(from, to);
     if (counted == 0) {
-      stats = BpfStats::unknown;
+      stats = snapshot::BpfStats::unknown;
       why = "no BPF stats sampling window in this span (" + why + ")";
     }
     // Counted work over counted time, as the span's estimate. The windows are timed apart from
     // the samples, so counted may read a hair over wall: never scale down.
     const long double scale = counted && wall > counted ? static_cast<long double>(wall) / counted : 1.0L;
-    for (ProgramCost& d : deltas) {
+    for (snapshot::ProgramCost& d : deltas) {
       d.run_cnt = static_cast<uint64_t>(d.run_cnt * scale + 0.5L);
       d.run_time_ns = static_cast<uint64_t>(d.run_time_ns * scale + 0.5L);
     }
@@ -159,7 +159,7 @@ ObserverCost observer_cost(const CostSample& from, const CostSample& to) {
 
 std::string cost_summary(const ObserverCost& c, const std::string& self, size_t max_programs) {
   std::string s;
-  if (c.stats == BpfStats::on) {
+  if (c.stats == snapshot::BpfStats::on) {
     s = fmt::format("BPF {}% of a CPU", pct(c.bpf_cpu_pct));
     std::string progs;
     for (size_t i = 0; i < c.programs.size() && i < max_programs; ++i) {
@@ -171,7 +171,7 @@ std::string cost_summary(const ObserverCost& c, const std::string& self, size_t 
     if (c.counted_ns) progs += fmt::format("{}sampled {:.1f} of {:.1f} s", progs.empty() ? "" : "; ",
                                            static_cast<double>(c.counted_ns) / 1e9, c.wall_s);
     if (!progs.empty()) s += " (" + progs + ")";
-  } else if (c.stats == BpfStats::unknown) {
+  } else if (c.stats == snapshot::BpfStats::unknown) {
     s = "BPF unknown (" + c.why + ")";
   } else {
     s = "no BPF (" + c.why + ")";
@@ -180,8 +180,8 @@ std::string cost_summary(const ObserverCost& c, const std::string& self, size_t 
 }
 
 std::string cost_short(const ObserverCost& c) {
-  const std::string bpf = c.stats == BpfStats::on        ? fmt::format("{:.1f}%", c.bpf_cpu_pct)
-                          : c.stats == BpfStats::unknown ? std::string("?")
+  const std::string bpf = c.stats == snapshot::BpfStats::on        ? fmt::format("{:.1f}%", c.bpf_cpu_pct)
+                          : c.stats == snapshot::BpfStats::unknown ? std::string("?")
                                                          : std::string("-");
   return fmt::format("cost: bpf {} cpu, self {:.1f}%", bpf, c.self_cpu_pct);
 }
@@ -204,11 +204,11 @@ std::optional<ObserverCost> parse_cost_note(std::string_view text) {
   const size_t sep = text.rfind(kDataSep);
   if (sep == std::string_view::npos) return std::nullopt;
   std::string_view data = text.substr(sep + kDataSep.size());
-  std::optional<BpfStats> stats;
+  std::optional<snapshot::BpfStats> stats;
   std::optional<uint64_t> wall, self;
   uint64_t counted = 0;
   std::string why;
-  std::vector<ProgramCost> progs;
+  std::vector<snapshot::ProgramCost> progs;
   while (!data.empty()) {
     if (data.substr(0, 4) == "why=") {
       why = std::string(data.substr(4));
@@ -238,4 +238,4 @@ std::optional<ObserverCost> parse_cost_note(std::string_view text) {
   return observer_cost(*stats, std::move(why), *wall, *self, progs, counted);
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::analysis

@@ -19,11 +19,11 @@
 
 #include "bpf/snapshot/source.hpp"
 
-namespace platoon::model {
+namespace platoon::analysis {
 
 // Cumulative at one instant.
 struct CostSample {
-  CostReading bpf;
+  snapshot::CostReading bpf;
   uint64_t wall_ns = 0;       // CLOCK_BOOTTIME
   uint64_t self_cpu_ns = 0;   // user + system time of this process, all its threads
 };
@@ -31,7 +31,7 @@ struct CostSample {
 // child and is not counted.
 uint64_t self_cpu_ns();
 // source.cost(), the boot-time clock and self_cpu_ns(), read now.
-CostSample take_cost_sample(const SnapshotSource& source);
+CostSample take_cost_sample(const snapshot::SnapshotSource& source);
 
 struct ProgramRate {
   std::string name;
@@ -43,7 +43,7 @@ struct ProgramRate {
 };
 
 struct ObserverCost {
-  BpfStats stats = BpfStats::none;
+  snapshot::BpfStats stats = snapshot::BpfStats::none;
   std::string why;                             // how the stats were on, or why not
   uint64_t wall_ns = 0;
   double wall_s = 0;
@@ -60,8 +60,8 @@ struct ObserverCost {
 
 // From deltas: per-program run counts and times over wall_ns, and self CPU over it. counted_ns:
 // see ObserverCost (the deltas are already the span's estimates).
-ObserverCost observer_cost(BpfStats stats, std::string why, uint64_t wall_ns, uint64_t self_cpu_ns,
-                           const std::vector<ProgramCost>& deltas, uint64_t counted_ns = 0);
+ObserverCost observer_cost(snapshot::BpfStats stats, std::string why, uint64_t wall_ns, uint64_t self_cpu_ns,
+                           const std::vector<snapshot::ProgramCost>& deltas, uint64_t counted_ns = 0);
 // Between two samples of the same source; programs are matched by name (a program whose
 // counters went backwards was reloaded: its counts since are `to`'s). Sampled readings are
 // scaled from the counted time to the span; a span with no counted time has unknown stats.
@@ -84,4 +84,4 @@ bool is_cost_note(std::string_view text);
 // nullopt when the text is not a cost note or its counters do not parse.
 std::optional<ObserverCost> parse_cost_note(std::string_view text);
 
-}  // namespace platoon::model
+}  // namespace platoon::analysis

@@ -11,10 +11,11 @@
 
 #include "bpf/snapshot/snapshot.hpp"
 
-namespace platoon::model {
+namespace platoon::analysis {
 
 // The parts of a thread's (or a process's) wait_pct, in % of the window's wall time. A source
-// without the split (kFieldWaitSplit unset: procfs, older recordings) books all of the wait as contended.
+// without the split (kFieldWaitSplit unset: procfs, older recordings) books all of the wait as
+// contended.
 struct WaitSplit {
   double contended_pct = 0;
   double throttled_pct = 0;
@@ -29,7 +30,7 @@ struct WaitCause {
   const char* title;             // top's column header
   const char* help;              // top's help line, what the part means
   double WaitSplit::*pct;
-  uint64_t ThreadSample::*ns;    // the counter that measures it; nullptr: the wait left over
+  uint64_t snapshot::ThreadSample::*ns;  // the counter that measures it; nullptr: the wait left over
   uint32_t field;                // the Field a source needs to measure it; without it, "-"
 };
 
@@ -37,16 +38,16 @@ struct WaitCause {
 // parts are taken from the wait in this order, each clamped to what is left.
 inline constexpr WaitCause kWaitCauses[] = {
     {"wait_contended_pct", "contended", "%CONT", "%wait behind other tasks (the rest of the split below)",
-     &WaitSplit::contended_pct, nullptr, kFieldWaitSplit},
+     &WaitSplit::contended_pct, nullptr, snapshot::kFieldWaitSplit},
     {"wait_throttled_pct", "throttled", "%THR", "%wait while its cgroup was throttled by its CPU quota",
-     &WaitSplit::throttled_pct, &ThreadSample::wait_throttled_ns, kFieldWaitSplit},
+     &WaitSplit::throttled_pct, &snapshot::ThreadSample::wait_throttled_ns, snapshot::kFieldWaitSplit},
     {"wait_steal_pct", "steal", "%STL", "%wait while the hypervisor stole its CPU", &WaitSplit::steal_pct,
-     &ThreadSample::wait_steal_ns, kFieldWaitSplit},
+     &snapshot::ThreadSample::wait_steal_ns, snapshot::kFieldWaitSplit},
     // Its own field: a kernel without IRQ time accounting leaves it out (features.hpp).
     {"wait_irq_pct", "irq", "%IRQ", "%wait while its CPU served hard and soft interrupts", &WaitSplit::irq_pct,
-     &ThreadSample::wait_irq_ns, kFieldWaitIrq},
+     &snapshot::ThreadSample::wait_irq_ns, snapshot::kFieldWaitIrq},
     {"wait_idle_exit_pct", "idle exit", "%IDLX", "%wait after a wakeup onto an idle CPU (its idle exit)",
-     &WaitSplit::idle_exit_pct, &ThreadSample::wait_idle_exit_ns, kFieldWaitSplit},
+     &WaitSplit::idle_exit_pct, &snapshot::ThreadSample::wait_idle_exit_ns, snapshot::kFieldWaitSplit},
 };
 
 // A part a source did not measure shows as "-", never as a 0 that looks measured.
@@ -64,4 +65,4 @@ static_assert([] {
   return rest == 1;
 }());
 
-}  // namespace platoon::model
+}  // namespace platoon::analysis

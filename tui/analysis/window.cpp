@@ -8,7 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
-namespace platoon::model {
+namespace platoon::analysis {
 
 namespace {
 
@@ -19,27 +19,27 @@ uint64_t sub(uint64_t end, uint64_t base) { return end > base ? end - base : 0; 
 // Makes a copy of the later sample a window's: each quantity of the field list becomes later
 // minus earlier.
 struct Subtract {
-  ThreadSample& d;
-  const ThreadSample& base;
+  snapshot::ThreadSample& d;
+  const snapshot::ThreadSample& base;
 
-  void counter(uint64_t ThreadSample::*m, const char*) { d.*m = sub(d.*m, base.*m); }
+  void counter(uint64_t snapshot::ThreadSample::*m, const char*) { d.*m = sub(d.*m, base.*m); }
   // A maximum has no delta: keep the cumulative one; derive() decides what the window knows.
-  void maximum(uint64_t ThreadSample::*, const char*) {}
+  void maximum(uint64_t snapshot::ThreadSample::*, const char*) {}
   template <size_t N>
-  void hist(std::array<uint64_t, N> ThreadSample::*m, const char*) {
+  void hist(std::array<uint64_t, N> snapshot::ThreadSample::*m, const char*) {
     for (size_t i = 0; i < N; ++i) (d.*m)[i] = sub((d.*m)[i], (base.*m)[i]);
   }
   // The lists may differ in length (a producer that learned of more CPUs): the later one's counts.
-  void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char*) {
+  void per_cpu(std::vector<uint64_t> snapshot::ThreadSample::*m, const char*) {
     const std::vector<uint64_t>& b = base.*m;
     for (size_t i = 0; i < (d.*m).size() && i < b.size(); ++i) (d.*m)[i] = sub((d.*m)[i], b[i]);
   }
 };
 
 // Identity and state (tid, comm, exited, ...) are the later sample's.
-ThreadSample subtract(const ThreadSample& end, const ThreadSample& base) {
-  ThreadSample d = end;
-  for_each_thread_field(Subtract{d, base});
+snapshot::ThreadSample subtract(const snapshot::ThreadSample& end, const snapshot::ThreadSample& base) {
+  snapshot::ThreadSample d = end;
+  snapshot::for_each_thread_field(Subtract{d, base});
   return d;
 }
 
@@ -48,12 +48,12 @@ double per_s(uint64_t n, double wall_s) { return ratio(static_cast<double>(n), w
 double pct(uint64_t ns, double wall_s) { return ratio(static_cast<double>(ns) / 1e9, wall_s) * 100.0; }
 
 using ThreadKey = std::pair<uint32_t, uint64_t>;  // (tid, first_seen_ns)
-ThreadKey key_of(const ThreadSample& t) { return {t.tid, t.first_seen_ns}; }
+ThreadKey key_of(const snapshot::ThreadSample& t) { return {t.tid, t.first_seen_ns}; }
 
-using PairKey = std::tuple<uint32_t, PairKind, uint32_t>;  // (tid, kind, other_tid)
-using PairIndex = std::unordered_map<uint32_t, std::vector<const PairSample*>>;  // by tid
+using PairKey = std::tuple<uint32_t, snapshot::PairKind, uint32_t>;  // (tid, kind, other_tid)
+using PairIndex = std::unordered_map<uint32_t, std::vector<const snapshot::PairSample*>>;  // by tid
 
-PairIndex index_pairs(const Snapshot& s) {
+PairIndex index_pairs(const snapshot::Snapshot& s) {
   PairIndex idx;
   for (const auto& p : s.pairs) idx[p.tid].push_back(&p);
   return idx;
@@ -61,8 +61,8 @@ PairIndex index_pairs(const Snapshot& s) {
 
 // Where a thread ends inside the window: its last sample and the snapshot that held it.
 struct End {
-  const ThreadSample* sample = nullptr;
-  const Snapshot* snap = nullptr;
+  const snapshot::ThreadSample* sample = nullptr;
+  const snapshot::Snapshot* snap = nullptr;
 };
 
 std::vector<Peer> top_peers(std::vector<Peer> peers) {
@@ -73,18 +73,18 @@ std::vector<Peer> top_peers(std::vector<Peer> peers) {
   return peers;
 }
 
-void derive_peers(ThreadWindow& tw, const std::vector<const PairSample*>& end_pairs,
-                  const std::map<PairKey, const PairSample*>* base_pairs) {
+void derive_peers(ThreadWindow& tw, const std::vector<const snapshot::PairSample*>& end_pairs,
+                  const std::map<PairKey, const snapshot::PairSample*>* base_pairs) {
   std::vector<Peer> preempted, woken;
-  for (const PairSample* p : end_pairs) {
-    const PairSample* b = nullptr;
+  for (const snapshot::PairSample* p : end_pairs) {
+    const snapshot::PairSample* b = nullptr;
     if (base_pairs) {
       auto it = base_pairs->find({p->tid, p->kind, p->other_tid});
       if (it != base_pairs->end()) b = it->second;
     }
     Peer peer{p->other_tid, p->other_pid, p->other_comm, sub(p->count, b ? b->count : 0), sub(p->ns, b ? b->ns : 0)};
     if (peer.count == 0 && peer.ns == 0) continue;
-    (p->kind == PairKind::preempted_by ? preempted : woken).push_back(std::move(peer));
+    (p->kind == snapshot::PairKind::preempted_by ? preempted : woken).push_back(std::move(peer));
   }
   tw.preempted_by = top_peers(std::move(preempted));
   tw.woken_by = top_peers(std::move(woken));
@@ -92,7 +92,7 @@ void derive_peers(ThreadWindow& tw, const std::vector<const PairSample*>& end_pa
 
 // The window's run-queue max: the cumulative max only belongs to the window when it grew inside
 // it (or the thread was born inside); otherwise the histogram's highest slot bounds it.
-uint64_t window_runq_max(const ThreadSample& d, const ThreadSample* base) {
+uint64_t window_runq_max(const snapshot::ThreadSample& d, const snapshot::ThreadSample* base) {
   if (hist_total(d.runq_hist) == 0) return 0;
   if (base == nullptr || d.runq_max_ns > base->runq_max_ns) return d.runq_max_ns;
   const double bound = log2_upper_bound(d.runq_hist);
@@ -101,7 +101,7 @@ uint64_t window_runq_max(const ThreadSample& d, const ThreadSample* base) {
 
 // The measured parts are clamped so that they never sum past the wait (a torn read of
 // in-flight state); the part without a counter, the contended wait, is what is left.
-WaitSplit split_of(const ThreadSample& d, double wall_s) {
+WaitSplit split_of(const snapshot::ThreadSample& d, double wall_s) {
   uint64_t left = d.wait_ns;
   WaitSplit w;
   for (const WaitCause& c : kWaitCauses) {
@@ -119,11 +119,11 @@ void add_split(WaitSplit& sum, const WaitSplit& x) {
   for (const WaitCause& c : kWaitCauses) sum.*c.pct += x.*c.pct;
 }
 
-std::vector<CpuWindow> cpu_windows(const Snapshot& from, const Snapshot& to) {
+std::vector<CpuWindow> cpu_windows(const snapshot::Snapshot& from, const snapshot::Snapshot& to) {
   std::vector<CpuWindow> out;
   const uint64_t tick = to.tick_ns;
-  for (const CpuTimes& e : to.cpus) {
-    auto b = std::find_if(from.cpus.begin(), from.cpus.end(), [&](const CpuTimes& c) { return c.cpu == e.cpu; });
+  for (const snapshot::CpuTimes& e : to.cpus) {
+    auto b = std::find_if(from.cpus.begin(), from.cpus.end(), [&](const snapshot::CpuTimes& c) { return c.cpu == e.cpu; });
     if (b == from.cpus.end()) continue;  // a CPU that came online inside the window
     CpuWindow c;
     c.cpu = e.cpu;
@@ -148,7 +148,7 @@ std::vector<CpuWindow> cpu_windows(const Snapshot& from, const Snapshot& to) {
 // The groups the window's threads are in, with cpu.stat's deltas. A group missing from the
 // baseline (the threads moved into it inside the window) shows its quota but no counts: its
 // counters since it was created are not the window's.
-std::vector<CgroupWindow> cgroup_windows(const Snapshot& from, const Snapshot& to, const std::vector<ThreadWindow>& threads,
+std::vector<CgroupWindow> cgroup_windows(const snapshot::Snapshot& from, const snapshot::Snapshot& to, const std::vector<ThreadWindow>& threads,
                                          double wall_s) {
   std::map<std::string, CgroupWindow> by_path;
   for (const auto& t : threads) {
@@ -158,16 +158,16 @@ std::vector<CgroupWindow> cgroup_windows(const Snapshot& from, const Snapshot& t
     if (!t.exited) g.threads++;
     g.wait_throttled_ns += std::min(t.delta.wait_throttled_ns, t.delta.wait_ns);
   }
-  auto find = [](const Snapshot& s, const std::string& path) -> const CgroupCpu* {
+  auto find = [](const snapshot::Snapshot& s, const std::string& path) -> const snapshot::CgroupCpu* {
     auto it = std::lower_bound(s.cgroups.begin(), s.cgroups.end(), path,
-                               [](const CgroupCpu& c, const std::string& p) { return c.path < p; });
+                               [](const snapshot::CgroupCpu& c, const std::string& p) { return c.path < p; });
     return it != s.cgroups.end() && it->path == path ? &*it : nullptr;
   };
   std::vector<CgroupWindow> out;
   for (auto& [path, g] : by_path) {
-    const CgroupCpu* e = find(to, path);
+    const snapshot::CgroupCpu* e = find(to, path);
     if (e) {
-      const CgroupCpu* b = find(from, path);
+      const snapshot::CgroupCpu* b = find(from, path);
       if (!b) b = e;
       g.version = e->version;
       g.quota_us = e->quota_us;
@@ -184,8 +184,8 @@ std::vector<CgroupWindow> cgroup_windows(const Snapshot& from, const Snapshot& t
   return out;
 }
 
-void derive(ThreadWindow& tw, const Window& w, const ThreadSample* base) {
-  const ThreadSample& d = tw.delta;
+void derive(ThreadWindow& tw, const Window& w, const snapshot::ThreadSample* base) {
+  const snapshot::ThreadSample& d = tw.delta;
   // A thread born inside the window is still divided by the window's wall time, not its own
   // lifetime: that is pidstat's convention, and it keeps per-thread shares summable per process.
   tw.cpu_pct = pct(d.run_ns, w.wall_s);
@@ -197,7 +197,7 @@ void derive(ThreadWindow& tw, const Window& w, const ThreadSample* base) {
   tw.wait_split = split_of(d, w.wall_s);
   tw.cgroup = d.cgroup;
 
-  if (w.has(kFieldCpuDist)) {
+  if (w.has(snapshot::kFieldCpuDist)) {
     uint64_t total = 0;
     for (uint64_t c : d.cpu_switch_ins) total += c;
     total += d.cpu_overflow;
@@ -208,8 +208,8 @@ void derive(ThreadWindow& tw, const Window& w, const ThreadSample* base) {
                                        100.0 * static_cast<double>(d.cpu_switch_ins[cpu]) / static_cast<double>(total));
     }
   }
-  if (w.has(kFieldRunqHist)) tw.runq = summarize_log2_ns(d.runq_hist, window_runq_max(d, base));
-  if (w.has(kFieldIo) && d.io_cycles > 0) {
+  if (w.has(snapshot::kFieldRunqHist)) tw.runq = summarize_log2_ns(d.runq_hist, window_runq_max(d, base));
+  if (w.has(snapshot::kFieldIo) && d.io_cycles > 0) {
     IoWindow io;
     io.cycles = d.io_cycles;
     io.cycles_per_s = per_s(d.io_cycles, w.wall_s);
@@ -219,7 +219,7 @@ void derive(ThreadWindow& tw, const Window& w, const ThreadSample* base) {
     io.blocked_pct = pct(d.io_blocked_ns, w.wall_s);
     tw.io = std::move(io);
   }
-  if (w.has(kFieldDrain) && (d.drains > 0 || d.steals > 0)) {
+  if (w.has(snapshot::kFieldDrain) && (d.drains > 0 || d.steals > 0)) {
     DrainWindow dr;
     dr.batches = d.drains;
     dr.queue_depth_avg = ratio(static_cast<double>(d.drain_depth_sum), static_cast<double>(d.drains));
@@ -268,12 +268,12 @@ std::vector<ProcessWindow> process_totals(const std::vector<ThreadWindow>& threa
   return out;
 }
 
-Losses losses_between(const Snapshot& from, const Snapshot& to) {
+Losses losses_between(const snapshot::Snapshot& from, const snapshot::Snapshot& to) {
   return {sub(to.lost_events(), from.lost_events()), sub(to.untracked_threads, from.untracked_threads),
           sub(to.lost_pairs, from.lost_pairs), sub(to.lost_targets, from.lost_targets)};
 }
 
-Window build(const Snapshot& from, const Snapshot& to, const std::map<ThreadKey, End>& ends) {
+Window build(const snapshot::Snapshot& from, const snapshot::Snapshot& to, const std::map<ThreadKey, End>& ends) {
   Window w;
   w.start_ns = from.ts_ns;
   w.end_ns = to.ts_ns;
@@ -282,16 +282,16 @@ Window build(const Snapshot& from, const Snapshot& to, const std::map<ThreadKey,
   w.fields = to.fields;
   w.losses = losses_between(from, to);
 
-  std::map<ThreadKey, const ThreadSample*> base;
+  std::map<ThreadKey, const snapshot::ThreadSample*> base;
   for (const auto& t : from.threads) base[key_of(t)] = &t;
-  std::map<PairKey, const PairSample*> base_pairs;
+  std::map<PairKey, const snapshot::PairSample*> base_pairs;
   for (const auto& p : from.pairs) base_pairs[{p.tid, p.kind, p.other_tid}] = &p;
-  std::map<const Snapshot*, PairIndex> pair_index;  // built once per snapshot that ends a thread
+  std::map<const snapshot::Snapshot*, PairIndex> pair_index;  // built once per snapshot that ends a thread
 
-  static const ThreadSample kZero;
+  static const snapshot::ThreadSample kZero;
   for (const auto& [key, end] : ends) {
     auto b = base.find(key);
-    const ThreadSample* bs = b == base.end() ? nullptr : b->second;
+    const snapshot::ThreadSample* bs = b == base.end() ? nullptr : b->second;
     if (bs && bs->exited) continue;  // gone before the window started
     ThreadWindow tw;
     tw.tid = end.sample->tid;
@@ -303,10 +303,10 @@ Window build(const Snapshot& from, const Snapshot& to, const std::map<ThreadKey,
     tw.delta = subtract(*end.sample, bs ? *bs : kZero);
     tw.delta.exited = tw.exited;
     derive(tw, w, bs);
-    if (w.has(kFieldPairs)) {
+    if (w.has(snapshot::kFieldPairs)) {
       auto [it, fresh] = pair_index.try_emplace(end.snap);
       if (fresh) it->second = index_pairs(*end.snap);
-      static const std::vector<const PairSample*> kNone;
+      static const std::vector<const snapshot::PairSample*> kNone;
       auto pit = it->second.find(tw.tid);
       // A reused tid must not inherit the old thread's pair counts as its baseline.
       derive_peers(tw, pit == it->second.end() ? kNone : pit->second, bs ? &base_pairs : nullptr);
@@ -321,13 +321,13 @@ Window build(const Snapshot& from, const Snapshot& to, const std::map<ThreadKey,
 
 }  // namespace
 
-Window make_window(const Snapshot& from, const Snapshot& to) {
+Window make_window(const snapshot::Snapshot& from, const snapshot::Snapshot& to) {
   std::map<ThreadKey, End> ends;
   for (const auto& t : to.threads) ends[key_of(t)] = {&t, &to};
   return build(from, to, ends);
 }
 
-Window make_window(std::span<const Snapshot> recording) {
+Window make_window(std::span<const snapshot::Snapshot> recording) {
   if (recording.empty()) return {};
   std::map<ThreadKey, End> ends;
   for (const auto& s : recording.subspan(1)) {
@@ -338,7 +338,7 @@ Window make_window(std::span<const Snapshot> recording) {
 
 namespace {
 
-uint64_t busy_of(const ThreadSample& t) { return t.run_ns + t.wait_ns; }
+uint64_t busy_of(const snapshot::ThreadSample& t) { return t.run_ns + t.wait_ns; }
 
 // Heap order for the vanished threads: the front is the first to drop (least busy, then oldest).
 template <class V>
@@ -348,7 +348,7 @@ bool drops_before(const V& a, const V& b) {
 
 }  // namespace
 
-void RecordingWindow::add(Snapshot s) {
+void RecordingWindow::add(snapshot::Snapshot s) {
   if (count_++ == 0) {
     first_ = s;
     last_ = std::move(s);
@@ -358,7 +358,7 @@ void RecordingWindow::add(Snapshot s) {
   // Pairs are indexed by tid once: a thread × pair scan is quadratic in a big snapshot.
   std::set<ThreadKey> present;
   for (const auto& t : s.threads) present.insert(key_of(t));
-  std::unordered_map<uint32_t, std::vector<const PairSample*>> pairs_by_tid;
+  std::unordered_map<uint32_t, std::vector<const snapshot::PairSample*>> pairs_by_tid;
   for (const auto& t : last_.threads)
     if (!present.count(key_of(t))) pairs_by_tid.try_emplace(t.tid);
   for (const auto& p : last_.pairs)
@@ -367,7 +367,7 @@ void RecordingWindow::add(Snapshot s) {
   for (auto& t : last_.threads) {
     if (present.count(key_of(t))) continue;
     Vanished v{std::move(t), {}, seq_++};  // last_ is replaced below: its samples can move
-    for (const PairSample* p : pairs_by_tid[v.sample.tid]) v.pairs.push_back(*p);
+    for (const snapshot::PairSample* p : pairs_by_tid[v.sample.tid]) v.pairs.push_back(*p);
     vanished_.push_back(std::move(v));
     if (vanished_.size() <= kKeepVanishedThreads) {
       if (vanished_.size() == kKeepVanishedThreads) std::make_heap(vanished_.begin(), vanished_.end(), order);
@@ -405,7 +405,7 @@ Window RecordingWindow::window() const {
     auto [it, fresh] = latest.try_emplace(key_of(v.sample), &v);
     if (!fresh && it->second->seq < v.seq) it->second = &v;
   }
-  Snapshot gone;  // holds the pairs of the vanished threads
+  snapshot::Snapshot gone;  // holds the pairs of the vanished threads
   for (const auto& [key, v] : latest) {
     ends[key] = {&v->sample, &gone};
     // A vanished thread's pairs are kept only if no live thread now holds its tid.
@@ -414,4 +414,4 @@ Window RecordingWindow::window() const {
   return build(first_, last_, ends);
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::analysis

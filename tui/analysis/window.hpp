@@ -17,7 +17,7 @@
 #include "tui/analysis/wait_causes.hpp"
 #include "bpf/snapshot/snapshot.hpp"
 
-namespace platoon::model {
+namespace platoon::analysis {
 
 struct Peer {                  // a preemptor or a waker of one thread over the window
   uint32_t tid = 0;
@@ -53,7 +53,7 @@ struct ThreadWindow {
   uint64_t first_seen_ns = 0;
   bool born = false;           // not in the baseline snapshot: counted from zero
   bool exited = false;         // gone by the end of the window: its last sample counts
-  ThreadSample delta;          // counters over the window (identity fields copied from the end)
+  snapshot::ThreadSample delta;  // counters over the window (identity fields copied from the end)
 
   double cpu_pct = 0;          // run_ns / wall × 100
   double wait_pct = 0;         // wait_ns / wall × 100 (pidstat's %wait)
@@ -132,7 +132,7 @@ struct Window {
   uint64_t start_ns = 0;       // CLOCK_BOOTTIME of the baseline snapshot
   uint64_t end_ns = 0;
   double wall_s = 0;
-  Source source = Source::bpf;
+  snapshot::Source source = snapshot::Source::bpf;
   uint32_t fields = 0;         // only the fields set here are meaningful
   std::vector<ThreadWindow> threads;       // sorted by tid, then first_seen_ns
   std::vector<ProcessWindow> processes;    // sorted by pid
@@ -140,13 +140,13 @@ struct Window {
   std::vector<CgroupWindow> cgroups;       // by path; the groups the threads are in
   Losses losses;
 
-  bool has(Field f) const { return (fields & f) == f; }
+  bool has(snapshot::Field f) const { return (fields & f) == f; }
 };
 
-Window make_window(const Snapshot& from, const Snapshot& to);
+Window make_window(const snapshot::Snapshot& from, const snapshot::Snapshot& to);
 // A whole recording, first to last snapshot. Threads that vanished in between (exited, or
 // dropped by the producer) count with the last snapshot that held them. Empty span: empty window.
-Window make_window(std::span<const Snapshot> recording);
+Window make_window(std::span<const snapshot::Snapshot> recording);
 
 // The same window as make_window(recording), built one snapshot at a time while keeping only
 // the first snapshot, the latest one and the last sample (and pairs) of each thread that has
@@ -160,7 +160,7 @@ inline constexpr size_t kKeepVanishedThreads = 1u << 15;
 
 class RecordingWindow {
  public:
-  void add(Snapshot s);
+  void add(snapshot::Snapshot s);
   size_t snapshots() const { return count_; }
   uint64_t dropped_threads() const { return dropped_; }
   // One line when threads were dropped ("" otherwise), printed next to the reader's cap_note.
@@ -169,16 +169,16 @@ class RecordingWindow {
 
  private:
   struct Vanished {
-    ThreadSample sample;
-    std::vector<PairSample> pairs;
+    snapshot::ThreadSample sample;
+    std::vector<snapshot::PairSample> pairs;
     uint64_t seq = 0;  // order of vanishing: the latest sample of a key wins, as in make_window
   };
   size_t count_ = 0;
   uint64_t seq_ = 0;
   uint64_t dropped_ = 0;
-  Snapshot first_;
-  Snapshot last_;
+  snapshot::Snapshot first_;
+  snapshot::Snapshot last_;
   std::vector<Vanished> vanished_;  // a min-heap by busy time once it is full
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::analysis

@@ -14,9 +14,7 @@
 #include "bpf/snapshot/source.hpp"
 #include "tui/commands/target.hpp"
 
-namespace CLI {
-class App;
-}
+namespace CLI { class App; }
 
 namespace platoon::cli {
 
@@ -67,12 +65,12 @@ struct LiveOptions {
   uint32_t threads_max = 0;
   uint32_t pairs_max = 0;
   double pair_idle_s = 0;
-  // model::Field bits the command shows (top: its columns, from the metric catalog); the
+  // snapshot::Field bits the command shows (top: its columns, from the metric catalog); the
   // collector loads no program for the rest.
-  uint32_t fields = model::kFieldsBpf;
+  uint32_t fields = snapshot::kFieldsBpf;
   // How the kernel counts the run time of platoon's programs, so that the source's cost() says
   // what they cost: sampled unless --no-bpf-stats or --bpf-stats-always (doctor: off).
-  model::BpfStatsMode bpf_stats = model::BpfStatsMode::sampled;
+  collectors::BpfStatsMode bpf_stats = collectors::BpfStatsMode::sampled;
 };
 
 struct RecordOptions {

@@ -1,6 +1,6 @@
 // platoon doctor: findings from a trace file, from two with --vs, or from a live target watched
 // for --duration with raw events kept so that the platoon effect can be measured too. Both go one
-// path over a model::SnapshotSource (a ReplaySource for a file, within the reader's memory caps):
+// path over a snapshot::SnapshotSource (a ReplaySource for a file, within the reader's memory caps):
 // the batch statistics from the raw events, the window from the snapshots.
 #include <sched.h>
 #include <time.h>
@@ -18,17 +18,18 @@
 #include "bpf/snapshot/clock.hpp"
 #include "tui/commands/live_session.hpp"
 #include "tui/analysis/doctor.hpp"
+#include "tui/outputs/doctor_output.hpp"
 #include "tui/trace/replay_source.hpp"
 
 namespace platoon::cli {
 namespace {
 
-namespace doc = model::doctor;
+namespace doc = analysis::doctor;
 
 // Everything one diagnosis needs; the tracker and the window outlive the DoctorInput that
 // points at them.
 struct Run {
-  model::Window window;
+  analysis::Window window;
   doc::BatchTracker batches;
   bool has_batches = false;
   doc::DoctorInput input;
@@ -46,16 +47,16 @@ class Pace {
   virtual bool snapshot_due() const { return true; }   // in a round that goes on
 };
 
-model::SnapshotSource::EventSink to_tracker(Run& run) {
+snapshot::SnapshotSource::EventSink to_tracker(Run& run) {
   return [&run](const void* rec, size_t size) {
-    if (auto h = model::event_as<platoon_event_header>(rec, size)) run.batches.add(*h, rec, size);
+    if (auto h = trace::event_as<platoon_event_header>(rec, size)) run.batches.add(*h, rec, size);
   };
 }
 
 // The one path for a file and a live target: each round hands the raw events to the tracker and
 // the snapshots to the recording window, until the pace says the watch is over; then the closing
 // snapshot and the events after it (a file's last interval).
-void feed(model::SnapshotSource& source, Pace& pace, Run& run, model::RecordingWindow& recording) {
+void feed(snapshot::SnapshotSource& source, Pace& pace, Run& run, analysis::RecordingWindow& recording) {
   const auto sink = to_tracker(run);
   for (bool last = false; !last;) {
     last = pace.over();
@@ -69,33 +70,33 @@ void feed(model::SnapshotSource& source, Pace& pace, Run& run, model::RecordingW
 }
 
 // The baseline: what happened before it counts for the tracker only.
-void take_baseline(model::SnapshotSource& source, Run& run, model::RecordingWindow& recording) {
+void take_baseline(snapshot::SnapshotSource& source, Run& run, analysis::RecordingWindow& recording) {
   source.events(0, to_tracker(run));
   recording.add(source.snapshot());
 }
 
 class FilePace final : public Pace {
  public:
-  explicit FilePace(const model::ReplaySource& replay) : replay_(replay) {}
+  explicit FilePace(const trace::ReplaySource& replay) : replay_(replay) {}
   bool over() override { return replay_.remaining() <= 1; }
 
  private:
-  const model::ReplaySource& replay_;
+  const trace::ReplaySource& replay_;
 };
 
 bool load_file(const std::string& path, Run& run, std::string& error) {
-  auto replay = model::ReplaySource::open(path, error, {.rewind = false});
+  auto replay = trace::ReplaySource::open(path, error, {.rewind = false});
   if (!replay) return false;
   if (replay->count() < 2) {
     error = path + (replay->count() == 0 ? ": the recording holds no snapshot"
                                          : ": the recording holds one snapshot: no interval to diagnose");
     return false;
   }
-  model::RecordingWindow recording;
+  analysis::RecordingWindow recording;
   take_baseline(*replay, run, recording);
   FilePace pace(*replay);
   feed(*replay, pace, run, recording);
-  const model::TraceContents& c = replay->contents();
+  const trace::TraceContents& c = replay->contents();
   run.has_batches = c.event_count > 0;
   doc::DoctorInput& in = run.input;
   in.label = path;
@@ -104,12 +105,12 @@ bool load_file(const std::string& path, Run& run, std::string& error) {
   in.truncated_reason = c.truncated ? "at byte " + std::to_string(c.truncated_at) + ": " + c.truncated_reason : "";
   in.complete = c.complete;
   // What the recorder recognised; a recording that does not say: a runtime that drained is ours.
-  in.runtime = model::runtime_kind_from(c.meta.runtime);
-  if (in.runtime == model::RuntimeKind::other && c.meta.runtime.empty())
+  in.runtime = snapshot::runtime_kind_from(c.meta.runtime);
+  if (in.runtime == snapshot::RuntimeKind::other && c.meta.runtime.empty())
     for (const auto& t : run.window.threads)
-      if (t.drain && t.drain->batches > 0) in.runtime = model::RuntimeKind::platoon;
+      if (t.drain && t.drain->batches > 0) in.runtime = snapshot::RuntimeKind::platoon;
   if (!run.has_batches)
-    in.no_events_reason = run.window.source == model::Source::procfs
+    in.no_events_reason = run.window.source == snapshot::Source::procfs
                               ? "a procfs recording has no raw events"
                               : "the recording has no raw events (recorded with --no-events, or by top's r key)";
   if (c.truncated)
@@ -121,10 +122,10 @@ bool load_file(const std::string& path, Run& run, std::string& error) {
 }
 
 // The first target that is a runtime platoon knows (a JVM among helpers is still a JVM).
-model::RuntimeKind runtime_of(const std::vector<pid_t>& pids) {
+snapshot::RuntimeKind runtime_of(const std::vector<pid_t>& pids) {
   for (pid_t p : pids)
-    if (auto k = bpf::detect_runtime(p); k != model::RuntimeKind::other) return k;
-  return model::RuntimeKind::other;
+    if (auto k = collectors::detect_runtime(p); k != snapshot::RuntimeKind::other) return k;
+  return snapshot::RuntimeKind::other;
 }
 
 // CPUs each target process may run on, from its affinity mask (live only: a file has only where
@@ -144,11 +145,11 @@ std::map<uint32_t, uint32_t> affinity_of(const std::vector<pid_t>& pids) {
 class LivePace final : public Pace {
  public:
   LivePace(double duration_s, LiveSession& session, Run& run)
-      : session_(session), run_(run), now_(model::boottime_ns()),
+      : session_(session), run_(run), now_(snapshot::boottime_ns()),
         end_(now_ + static_cast<uint64_t>(duration_s * 1e9)), next_refresh_(now_ + 1'000'000'000ull) {}
 
   bool over() override {
-    now_ = model::boottime_ns();
+    now_ = snapshot::boottime_ns();
     if (now_ >= next_refresh_) {
       session_.source().refresh();
       next_refresh_ += 1'000'000'000ull;
@@ -174,14 +175,14 @@ bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
   auto session = LiveSession::open(opt.live, {.record_events = true, .drain_events = true}, error);
   if (!session) return false;
   if (!session->note().empty()) run.warnings.push_back(session->note());
-  model::RecordingWindow recording;
+  analysis::RecordingWindow recording;
   take_baseline(session->source(), run, recording);  // before the command runs: see record.cpp
   if (!session->release(error)) return false;
   LivePace pace(opt.duration_s, *session, run);
   feed(session->source(), pace, run, recording);
   if (stop_requested()) run.warnings.push_back("interrupted: diagnosing what was watched so far");
   session->end_command();  // ours: it ends with us
-  run.has_batches = session->source().source() == model::Source::bpf;
+  run.has_batches = session->source().source() == snapshot::Source::bpf;
   doc::DoctorInput& in = run.input;
   in.label = opt.live.target.describe();
   in.ncpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_ONLN));
@@ -223,9 +224,9 @@ int run_doctor(const DoctorOptions& opt) {
   std::string out;
   if (b) {
     const doc::Diagnosis db = diagnose(*b);
-    out = opt.format == "json" ? doc::compare_json(da, db) : doc::compare_text(da, db);
+    out = opt.format == "json" ? outputs::doctor::compare_json(da, db) : outputs::doctor::compare_text(da, db);
   } else {
-    out = opt.format == "json" ? doc::json(da) : doc::text(da);
+    out = opt.format == "json" ? outputs::doctor::json(da) : outputs::doctor::text(da);
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : kExitFailure;
@@ -257,7 +258,7 @@ CommandRun add_doctor(CLI::App& sub) {
       if (!opt.vs.empty()) return usage_error("doctor", "--vs compares two trace files");
       if (!f->live.resolve(command, opt.live, error))
         return usage_error("doctor", "give a trace file or a live target: " + error);
-      opt.live.bpf_stats = model::BpfStatsMode::off;  // doctor says nothing of platoon's own cost
+      opt.live.bpf_stats = collectors::BpfStatsMode::off;  // doctor says nothing of platoon's own cost
     }
     if (!parse_seconds(f->duration, opt.duration_s) || opt.duration_s <= 0 || opt.duration_s > 86400)
       return usage_error("doctor", "bad --duration '" + f->duration + "'");

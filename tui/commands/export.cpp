@@ -34,7 +34,7 @@ int fail(const std::string& msg) { return command_failure("export", msg); }
 class ExportFile {
  public:
   explicit ExportFile(const std::string& path)
-      : file_(model::OutputFile::create(path, model::OutputFile::Existing::replace, &error_)) {
+      : file_(outputs::OutputFile::create(path, outputs::OutputFile::Existing::replace, &error_)) {
     if (file_) {
       buf_.emplace(file_->take_fd().release(), std::ios::out | std::ios::binary);  // closes it
       stream_.rdbuf(&*buf_);
@@ -59,12 +59,12 @@ class ExportFile {
 
  private:
   std::string error_;  // first: file_'s initialiser writes it
-  std::optional<model::OutputFile> file_;
+  std::optional<outputs::OutputFile> file_;
   std::optional<__gnu_cxx::stdio_filebuf<char>> buf_;
   std::ostream stream_{nullptr};
 };
 
-void warn_incomplete(const std::string& path, const model::TraceContents& c) {
+void warn_incomplete(const std::string& path, const trace::TraceContents& c) {
   if (c.truncated)
     std::fprintf(stderr, "platoon export: %s is truncated at byte %llu (%s): exporting what precedes it\n",
                  path.c_str(), static_cast<unsigned long long>(c.truncated_at), c.truncated_reason.c_str());
@@ -77,14 +77,14 @@ void warn_incomplete(const std::string& path, const model::TraceContents& c) {
 int export_csv(const ExportOptions& opt) {
   ExportFile out(opt.output);
   if (!out.ok()) return fail(out.error());
-  model::write_csv_header(out.stream());
+  outputs::write_csv_header(out.stream());
   // Streamed: rows go out as snapshots are read, events are dropped unread into memory.
-  model::CsvExporter csv(out.stream());
-  model::ReadOptions ro;
+  outputs::CsvExporter csv(out.stream());
+  trace::ReadOptions ro;
   ro.on_event = [](const platoon_event_header&, const void*, size_t) {};
-  ro.on_snapshot = [&csv](model::Snapshot&& s) { csv.add(std::move(s)); };
+  ro.on_snapshot = [&csv](snapshot::Snapshot&& s) { csv.add(std::move(s)); };
   std::string error;
-  auto c = model::read_trace(opt.file, &error, ro);
+  auto c = trace::read_trace(opt.file, &error, ro);
   if (!c) return fail(error);
   if (c->snapshot_count == 0) return fail(opt.file + ": the recording holds no snapshot");
   warn_incomplete(opt.file, *c);
@@ -100,16 +100,16 @@ void warn_lost(uint64_t lost) {
 // Chrome holds the recording in memory: slices are built from switches sorted by time, and the
 // ring buffer does not deliver them strictly in order (perfetto streams, with a reorder buffer).
 // Bounded (kKeep*Bytes in trace_format.hpp): past it the rest is cut and warn_incomplete says so.
-std::optional<model::TraceContents> read_with_events(const ExportOptions& opt, std::string& error) {
-  model::ReadOptions ro;
-  ro.max_snapshot_bytes = model::kKeepSnapshotBytes;
-  ro.max_event_bytes = model::kKeepEventBytes;
-  auto c = model::read_trace(opt.file, &error, ro);
+std::optional<trace::TraceContents> read_with_events(const ExportOptions& opt, std::string& error) {
+  trace::ReadOptions ro;
+  ro.max_snapshot_bytes = trace::kKeepSnapshotBytes;
+  ro.max_event_bytes = trace::kKeepEventBytes;
+  auto c = trace::read_trace(opt.file, &error, ro);
   if (!c) return std::nullopt;
   if (c->snapshots.empty())
     error = opt.file + (c->cut_snapshots ? ": its first snapshot is over chrome export's memory cap (use --format perfetto)"
                                          : ": the recording holds no snapshot");
-  else if (c->event_count == 0 || c->snapshots.front().source == model::Source::procfs)
+  else if (c->event_count == 0 || c->snapshots.front().source == snapshot::Source::procfs)
     error = opt.file + " has no raw events (recorded with --no-events or --procfs): " + opt.format +
             " export needs them";
   if (!error.empty()) return std::nullopt;
@@ -123,35 +123,35 @@ std::optional<model::TraceContents> read_with_events(const ExportOptions& opt, s
 int export_perfetto(const ExportOptions& opt) {
   ExportFile out(opt.output);
   if (!out.ok()) return fail(out.error());
-  model::PerfettoExport exp(out.stream());
-  model::ReadOptions scan;
+  outputs::PerfettoExport exp(out.stream());
+  trace::ReadOptions scan;
   scan.on_event = [&exp](const platoon_event_header& h, const void* rec, size_t size) { exp.scan_event(h, rec, size); };
   uint64_t lost = 0;
-  model::Source source = model::Source::bpf;
-  scan.on_snapshot = [&](model::Snapshot&& s) {
+  snapshot::Source source = snapshot::Source::bpf;
+  scan.on_snapshot = [&](snapshot::Snapshot&& s) {
     lost = s.lost_events();
     source = s.source;
     exp.scan_snapshot(s);
   };
   std::string error;
-  auto c = model::read_trace(opt.file, &error, scan);
+  auto c = trace::read_trace(opt.file, &error, scan);
   if (!c) return fail(error);
   if (c->snapshot_count == 0) return fail(opt.file + ": the recording holds no snapshot");
-  if (c->event_count == 0 || source == model::Source::procfs)
+  if (c->event_count == 0 || source == snapshot::Source::procfs)
     return fail(opt.file + " has no raw events (recorded with --no-events or --procfs): perfetto export needs them");
   warn_incomplete(opt.file, *c);
   warn_lost(lost);
   exp.begin(c->meta);
-  model::ReadOptions write;
+  trace::ReadOptions write;
   write.on_event = [&exp](const platoon_event_header& h, const void* rec, size_t size) { exp.write_event(h, rec, size); };
-  write.on_snapshot = [](model::Snapshot&&) {};
-  if (!model::read_trace(opt.file, &error, write)) return fail(error);
-  model::PerfettoStats stats;
+  write.on_snapshot = [](snapshot::Snapshot&&) {};
+  if (!trace::read_trace(opt.file, &error, write)) return fail(error);
+  outputs::PerfettoStats stats;
   if (!exp.finish(&stats) || !out.commit())
     return fail(out.error().empty() ? "writing " + opt.output + " failed" : out.error());
   if (stats.late_events > 0)
     std::fprintf(stderr, "platoon export: %llu events came more than %.0f ms out of order: written late, Perfetto sorts them\n",
-                 static_cast<unsigned long long>(stats.late_events), model::kReorderHorizonNs / 1e6);
+                 static_cast<unsigned long long>(stats.late_events), trace::kReorderHorizonNs / 1e6);
   return 0;
 }
 
@@ -161,8 +161,8 @@ int export_chrome(const ExportOptions& opt) {
   std::string error;
   auto c = read_with_events(opt, error);
   if (!c) return fail(error);
-  model::ChromeStats stats;
-  if (!model::write_chrome_trace(out.stream(), c->events, c->snapshots, &stats) || !out.commit())
+  outputs::ChromeStats stats;
+  if (!outputs::write_chrome_trace(out.stream(), c->events, c->snapshots, &stats) || !out.commit())
     return fail(out.error().empty() ? "writing " + opt.output + " failed" : out.error());
   if (stats.dropped > 0)
     std::fprintf(stderr, "platoon export: %zu running slices dropped: their switch-in or switch-out event was lost\n",

@@ -21,7 +21,7 @@
 
 #include "tui/commands/commands.hpp"
 #include "tui/commands/live_flags.hpp"
-#include "tui/http/listener.hpp"
+#include "tui/web/listener.hpp"
 #include "tui/commands/live_session.hpp"
 #include "tui/analysis/observer_cost.hpp"
 #include "tui/outputs/prom_metrics.hpp"
@@ -73,28 +73,28 @@ class Exporter {
   Exporter(const ExporterOptions& opt, std::unique_ptr<LiveSession> session)
       : opt_(opt), session_(std::move(session)), source_(session_->source()), model_(opt.max_threads) {}
 
-  HttpResponse handle(std::string_view path) {
+  web::HttpResponse handle(std::string_view path) {
     if (path == "/metrics") {
       const uint64_t now = monotonic_ns();
       if (cached_.empty() || now - taken_ns_ >= kReuseSnapshotNs) {
         take_snapshot();
-        model::PromScrapeInfo info;
+        outputs::PromScrapeInfo info;
         info.attach_mode = source_.attach_mode();
         info.snapshot_seconds = snapshot_seconds_;
         info.snapshots = snapshots_;
         info.bpf_cost = source_.cost();
-        info.self_cpu_seconds = static_cast<double>(model::self_cpu_ns()) / 1e9;
+        info.self_cpu_seconds = static_cast<double>(analysis::self_cpu_ns()) / 1e9;
         cached_ = model_.render(info);
       }
-      return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", cached_};
+      return web::HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", cached_};
     }
     if (path == "/") {
       char page[1024];
       std::snprintf(page, sizeof page, kIndexPage, html_escape(opt_.live.target.describe()).c_str(),
-                    model::to_string(source_.source()));
-      return HttpResponse{200, "text/html; charset=utf-8", page};
+                    snapshot::to_string(source_.source()));
+      return web::HttpResponse{200, "text/html; charset=utf-8", page};
     }
-    return HttpResponse{404, "text/plain; charset=utf-8", "not found: try /metrics\n"};
+    return web::HttpResponse{404, "text/plain; charset=utf-8", "not found: try /metrics\n"};
   }
 
   // Once a second; false ends the exporter (the launched command ended).
@@ -123,7 +123,7 @@ class Exporter {
  private:
   void take_snapshot() {
     const uint64_t t0 = monotonic_ns();
-    model::Snapshot snap = source_.snapshot();
+    snapshot::Snapshot snap = source_.snapshot();
     std::map<uint32_t, std::string> names;
     for (const auto& t : snap.threads)
       if (!names.count(t.pid)) names[t.pid] = read_comm(t.pid);  // empty once gone: the model keeps the old name
@@ -135,8 +135,8 @@ class Exporter {
 
   const ExporterOptions& opt_;
   std::unique_ptr<LiveSession> session_;
-  model::SnapshotSource& source_;
-  model::PromExposition model_;
+  snapshot::SnapshotSource& source_;
+  outputs::PromExposition model_;
   std::string cached_;
   uint64_t taken_ns_ = 0;
   double snapshot_seconds_ = 0;
@@ -150,7 +150,7 @@ int run_exporter(const ExporterOptions& opt) {
   std::string error;
   // The address first: a typo or a taken port fails before BPF is loaded or a command started.
   bool bad_address = false;
-  auto listener = HttpListener::open(opt.listen, error, bad_address);
+  auto listener = web::HttpListener::open(opt.listen, error, bad_address);
   if (!listener) return bad_address ? usage_error("exporter", error) : command_failure("exporter", error);
 
   // Without raw events: the exporter reads the in-kernel aggregates at scrape time only. The

@@ -43,7 +43,7 @@ void LiveFlags::add_verbose(CLI::App& sub, LiveOptions& live) {
 }
 
 void LiveFlags::add_bpf_stats(CLI::App& sub) {
-  const std::string window = model::kStatsSampleText;
+  const std::string window = snapshot::kStatsSampleText;
   auto* no = sub.add_flag("--no-bpf-stats", no_bpf_stats,
                           "never turn the kernel's BPF run-time stats on (by default they are on " + window +
                               ", to say what platoon costs; without them its BPF cost is unknown)");
@@ -109,9 +109,9 @@ bool LiveFlags::resolve(const std::vector<std::string>& command, LiveOptions& li
   }
   if (!resolve_lifetime(*this, command, live, error) || !resolve_maps(*this, live, error)) return false;
   live.usdt = !no_usdt;
-  if (no_io) live.fields &= ~model::kFieldIo;
-  if (no_bpf_stats) live.bpf_stats = model::BpfStatsMode::off;
-  if (bpf_stats_always) live.bpf_stats = model::BpfStatsMode::always;
+  if (no_io) live.fields &= ~snapshot::kFieldIo;
+  if (no_bpf_stats) live.bpf_stats = collectors::BpfStatsMode::off;
+  if (bpf_stats_always) live.bpf_stats = collectors::BpfStatsMode::always;
   return validate_target(live.target, error);
 }
 

@@ -10,9 +10,7 @@
 #include "bpf/snapshot/source.hpp"
 #include "tui/commands/commands.hpp"
 
-namespace CLI {
-class App;
-}
+namespace CLI { class App; }
 
 namespace platoon::cli {
 

@@ -16,9 +16,9 @@ namespace {
 volatile sig_atomic_t g_stop = 0;
 void on_stop(int) { g_stop = 1; }
 
-bpf::SourceOptions source_options(const LiveOptions& opt, const std::vector<pid_t>& pids,
+collectors::SourceOptions source_options(const LiveOptions& opt, const std::vector<pid_t>& pids,
                                   const LiveSession::Setup& setup) {
-  bpf::SourceOptions so;
+  collectors::SourceOptions so;
   so.pids = pids;
   so.comm = opt.target.comm;
   so.all = opt.target.all;
@@ -58,7 +58,7 @@ std::unique_ptr<LiveSession> LiveSession::open(const LiveOptions& opt, Setup set
   if (!start_live_target(opt.target, {opt.kill_after_s, opt.keep_running}, target, error)) return nullptr;
   if (target.child) s->child_.emplace(std::move(*target.child));
   s->pids_ = std::move(target.pids);
-  s->source_ = bpf::open_source(source_options(opt, s->pids_, setup), error, s->note_);
+  s->source_ = collectors::open_source(source_options(opt, s->pids_, setup), error, s->note_);
   if (!s->source_) return nullptr;   // the held command is ended unrun (LaunchedCommand)
   if (setup.stop_signals) install_stop_signals();
   return s;
@@ -66,14 +66,14 @@ std::unique_ptr<LiveSession> LiveSession::open(const LiveOptions& opt, Setup set
 
 LiveSession::~LiveSession() { end_command(); }
 
-model::TraceMeta LiveSession::trace_meta(double interval_s) const {
-  model::TraceMeta meta;
+trace::TraceMeta LiveSession::trace_meta(double interval_s) const {
+  trace::TraceMeta meta;
   meta.tool_version = kVersion;
   meta.source = source().source();
   meta.attach_mode = source().attach_mode();
   meta.interval_ns = static_cast<uint64_t>(interval_s * 1e9);
-  meta.start_boottime_ns = model::clock_ns(CLOCK_BOOTTIME);
-  meta.start_realtime_ns = model::clock_ns(CLOCK_REALTIME);
+  meta.start_boottime_ns = snapshot::clock_ns(CLOCK_BOOTTIME);
+  meta.start_realtime_ns = snapshot::clock_ns(CLOCK_REALTIME);
   meta.ncpus = static_cast<uint32_t>(sysconf(_SC_NPROCESSORS_CONF));
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -86,15 +86,15 @@ model::TraceMeta LiveSession::trace_meta(double interval_s) const {
   meta.command = opt_.target.command;
   // What the target is, for doctor's remedies on this file: the first pid that is a runtime
   // platoon knows, else "other".
-  model::RuntimeKind kind = model::RuntimeKind::other;
+  snapshot::RuntimeKind kind = snapshot::RuntimeKind::other;
   for (pid_t p : pids_)
-    if (kind == model::RuntimeKind::other) kind = bpf::detect_runtime(p);
-  meta.runtime = model::to_string(kind);
+    if (kind == snapshot::RuntimeKind::other) kind = collectors::detect_runtime(p);
+  meta.runtime = snapshot::to_string(kind);
   return meta;
 }
 
 std::string LiveSession::source_line() const {
-  const std::string s = model::to_string(source_->source());
+  const std::string s = snapshot::to_string(source_->source());
   return source_->attach_mode() == s ? s : s + " (" + source_->attach_mode() + ")";
 }
 

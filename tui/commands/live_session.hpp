@@ -39,8 +39,8 @@ class LiveSession {
   LiveSession& operator=(const LiveSession&) = delete;
   ~LiveSession();   // ends the command unless --keep-running (see CommandLifetime)
 
-  model::SnapshotSource& source() { return *source_; }
-  const model::SnapshotSource& source() const { return *source_; }
+  snapshot::SnapshotSource& source() { return *source_; }
+  const snapshot::SnapshotSource& source() const { return *source_; }
   // Why BPF was not used when it fell back to procfs; empty otherwise.
   const std::string& note() const { return note_; }
   const LiveOptions& options() const { return opt_; }
@@ -50,7 +50,7 @@ class LiveSession {
   std::string source_line() const;
   // The header of a recording of this session (record, top's r): the source, the target, the
   // machine, and both clocks read now.
-  model::TraceMeta trace_meta(double interval_s) const;
+  trace::TraceMeta trace_meta(double interval_s) const;
 
   // Lets the launched command exec (after the caller took its baseline); true without one.
   bool release(std::string& error);
@@ -72,7 +72,7 @@ class LiveSession {
   LiveOptions opt_;
   std::optional<LaunchedCommand> child_;
   std::vector<pid_t> pids_;
-  std::unique_ptr<model::SnapshotSource> source_;
+  std::unique_ptr<snapshot::SnapshotSource> source_;
   std::string note_;
   std::string command_status_;
   std::set<pid_t> gone_;

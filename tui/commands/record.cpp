@@ -32,7 +32,7 @@ constexpr uint64_t kCostNoteNs = 5'000'000'000ull;
 
 class EventBatch {
  public:
-  explicit EventBatch(model::TraceWriter& writer) : writer_(writer) { bytes_.reserve(kEventChunkBytes * 2); }
+  explicit EventBatch(trace::TraceWriter& writer) : writer_(writer) { bytes_.reserve(kEventChunkBytes * 2); }
   void add(const void* record, size_t size) {
     const auto* p = static_cast<const uint8_t*>(record);
     bytes_.insert(bytes_.end(), p, p + size);
@@ -50,7 +50,7 @@ class EventBatch {
   uint64_t total() const { return total_; }
 
  private:
-  model::TraceWriter& writer_;
+  trace::TraceWriter& writer_;
   std::vector<uint8_t> bytes_;
   uint64_t count_ = 0;
   uint64_t total_ = 0;
@@ -68,20 +68,20 @@ int fail(const std::string& msg) { return command_failure("record", msg); }
 // duration, a stop signal, the command's end or a write error.
 class RecordLoop {
  public:
-  RecordLoop(const RecordOptions& opt, LiveSession& session, model::TraceWriter& writer)
+  RecordLoop(const RecordOptions& opt, LiveSession& session, trace::TraceWriter& writer)
       : opt_(opt), session_(session), source_(session.source()), writer_(writer), batch_(writer) {
-    t0_ = model::clock_ns(CLOCK_BOOTTIME);
+    t0_ = snapshot::clock_ns(CLOCK_BOOTTIME);
     interval_ns_ = static_cast<uint64_t>(opt.interval_s * 1e9);
     end_ns_ = opt.duration_s > 0 ? t0_ + static_cast<uint64_t>(opt.duration_s * 1e9) : UINT64_MAX;
     next_ns_ = t0_ + interval_ns_;
-    cost0_ = model::take_cost_sample(source_);
+    cost0_ = analysis::take_cost_sample(source_);
     cost_note_ns_ = t0_;
   }
 
   // False when a write failed (the file holds what was written before).
   bool run() {
     while (stop_reason_.empty()) {
-      const uint64_t now = model::clock_ns(CLOCK_BOOTTIME);
+      const uint64_t now = snapshot::clock_ns(CLOCK_BOOTTIME);
       const uint64_t until = std::min(next_ns_, end_ns_);
       if (now < until) {
         const int timeout_ms = static_cast<int>(std::min<uint64_t>((until - now) / 1'000'000 + 1, 100));
@@ -93,7 +93,7 @@ class RecordLoop {
         stop_reason_ = "interrupted";
         break;
       }
-      const uint64_t t = model::clock_ns(CLOCK_BOOTTIME);
+      const uint64_t t = snapshot::clock_ns(CLOCK_BOOTTIME);
       if ((t >= next_ns_ || t >= end_ns_) && !interval(t)) return false;
     }
     return true;
@@ -106,26 +106,26 @@ class RecordLoop {
     take_snapshot();
     writer_.write_snapshot(last_);
     cost_ = write_cost_note();
-    for (const auto& n : source_.cost_notes()) writer_.write_note(model::clock_ns(CLOCK_BOOTTIME), n);
+    for (const auto& n : source_.cost_notes()) writer_.write_note(snapshot::clock_ns(CLOCK_BOOTTIME), n);
     return writer_.finish(stop_reason_);
   }
 
   void print_summary() const {
-    const uint64_t dur = model::clock_ns(CLOCK_BOOTTIME) - t0_;
+    const uint64_t dur = snapshot::clock_ns(CLOCK_BOOTTIME) - t0_;
     if (!opt_.quiet)
       std::fprintf(stderr,
                    "platoon record: %s after %s: %zu threads, %" PRIu64 " events, %" PRIu64
                    " lost, %" PRIu64 " bytes in %s\n",
                    stop_reason_.c_str(), fmt_seconds(dur).c_str(), threads_seen_, batch_.total(),
                    last_.lost_events(), writer_.bytes_written(), opt_.output.c_str());
-    if (!opt_.quiet) std::fprintf(stderr, "platoon cost: %s\n", model::cost_summary(cost_).c_str());
+    if (!opt_.quiet) std::fprintf(stderr, "platoon cost: %s\n", analysis::cost_summary(cost_).c_str());
     if (last_.lost_events() > 0)
       std::fprintf(stderr, "platoon record: %" PRIu64 " events were lost (ring buffer full): try --ringbuf-mb\n",
                    last_.lost_events());
   }
 
  private:
-  model::SnapshotSource::EventSink sink() {
+  snapshot::SnapshotSource::EventSink sink() {
     return [this](const void* rec, size_t size) {
       batch_.add(rec, size);
       if (batch_.full() && !batch_.flush()) write_failed_ = true;
@@ -133,10 +133,10 @@ class RecordLoop {
   }
 
   // What platoon cost since the loop began, written as a note (report reads the last one).
-  model::ObserverCost write_cost_note() {
-    const model::CostSample now = model::take_cost_sample(source_);
-    model::ObserverCost c = model::observer_cost(cost0_, now);
-    writer_.write_note(now.wall_ns, model::cost_note(c));
+  analysis::ObserverCost write_cost_note() {
+    const analysis::CostSample now = analysis::take_cost_sample(source_);
+    analysis::ObserverCost c = analysis::observer_cost(cost0_, now);
+    writer_.write_note(now.wall_ns, analysis::cost_note(c));
     cost_note_ns_ = now.wall_ns;
     return c;
   }
@@ -170,15 +170,15 @@ class RecordLoop {
 
   const RecordOptions& opt_;
   LiveSession& session_;
-  model::SnapshotSource& source_;
-  model::TraceWriter& writer_;
+  snapshot::SnapshotSource& source_;
+  trace::TraceWriter& writer_;
   EventBatch batch_;
   uint64_t t0_ = 0, interval_ns_ = 0, end_ns_ = 0, next_ns_ = 0;
   size_t threads_seen_ = 0;
-  model::Snapshot last_;
-  model::CostSample cost0_;            // the cost counters when the loop began
+  snapshot::Snapshot last_;
+  analysis::CostSample cost0_;         // the cost counters when the loop began
   uint64_t cost_note_ns_ = 0;          // when the last cost note was written
-  model::ObserverCost cost_;           // from start to finish
+  analysis::ObserverCost cost_;        // from start to finish
   std::string stop_reason_;
   bool write_failed_ = false;
 };
@@ -188,20 +188,20 @@ class RecordLoop {
 int run_record(const RecordOptions& opt) {
   std::string error;
   // The output is checked and created first: a bad -o fails before anything is attached or run.
-  auto output = model::OutputFile::create(opt.output, model::OutputFile::Existing::replace, &error);
+  auto output = outputs::OutputFile::create(opt.output, outputs::OutputFile::Existing::replace, &error);
   if (!output) return fail(error);
   auto session = LiveSession::open(opt.live, {.record_events = opt.events, .drain_events = opt.drain_events}, error);
   if (!session) return fail(error);
   const std::string& note = session->note();
   if (!note.empty()) std::fprintf(stderr, "platoon record: %s\n", note.c_str());
 
-  const model::TraceMeta meta = session->trace_meta(opt.interval_s);
-  auto writer = model::TraceWriter::create(std::move(*output), meta, {}, &error);
+  const trace::TraceMeta meta = session->trace_meta(opt.interval_s);
+  auto writer = trace::TraceWriter::create(std::move(*output), meta, {}, &error);
   if (!writer) return fail(error);
   if (writer->replaced_earlier_file())
     std::fprintf(stderr, "platoon record: replaced the earlier %s\n", opt.output.c_str());
-  for (const auto& n : session->source().notes()) writer->write_note(model::clock_ns(CLOCK_BOOTTIME), n);
-  if (!note.empty()) writer->write_note(model::clock_ns(CLOCK_BOOTTIME), note);
+  for (const auto& n : session->source().notes()) writer->write_note(snapshot::clock_ns(CLOCK_BOOTTIME), n);
+  if (!note.empty()) writer->write_note(snapshot::clock_ns(CLOCK_BOOTTIME), note);
   signal(SIGXFSZ, SIG_IGN);  // a file size limit is a write error (EFBIG) to report, not a death
 
   // The first snapshot is the baseline every window of the recording starts from. It is taken
@@ -215,7 +215,7 @@ int run_record(const RecordOptions& opt) {
   RecordLoop loop(opt, *session, *writer);
   if (!opt.quiet)
     std::fprintf(stderr, "platoon record: recording %s (source %s, %s) to %s; Ctrl-C to stop\n",
-                 meta.target.c_str(), model::to_string(meta.source), meta.attach_mode.c_str(),
+                 meta.target.c_str(), snapshot::to_string(meta.source), meta.attach_mode.c_str(),
                  opt.output.c_str());
   if (!loop.run()) {
     std::fprintf(stderr, "platoon record: writing %s failed: %s; the file holds what was written before\n",

@@ -15,19 +15,19 @@ namespace platoon::cli {
 namespace {
 
 struct Loaded {
-  model::TraceContents contents;
-  model::Window window;
-  model::ReportHeader header;
+  trace::TraceContents contents;
+  analysis::Window window;
+  outputs::ReportHeader header;
 };
 
 std::optional<Loaded> load(const std::string& path, std::string& error) {
   // Streamed: the tables need the first snapshot and each thread's last sample, not every
   // interval of a long recording held in memory at once.
-  model::RecordingWindow recording;
-  model::ReadOptions ro;
+  analysis::RecordingWindow recording;
+  trace::ReadOptions ro;
   ro.on_event = [](const platoon_event_header&, const void*, size_t) {};
-  ro.on_snapshot = [&recording](model::Snapshot&& s) { recording.add(std::move(s)); };
-  auto c = model::read_trace(path, &error, ro);
+  ro.on_snapshot = [&recording](snapshot::Snapshot&& s) { recording.add(std::move(s)); };
+  auto c = trace::read_trace(path, &error, ro);
   if (!c) return std::nullopt;
   if (recording.snapshots() == 0) {
     error = path + ": the recording holds no snapshot";
@@ -43,14 +43,14 @@ std::optional<Loaded> load(const std::string& path, std::string& error) {
   for (const std::string& note : {c->cap_note(), recording.cap_note()})
     if (!note.empty()) std::fprintf(stderr, "platoon report: %s: %s\n", path.c_str(), note.c_str());
   Loaded l{std::move(*c), recording.window(), {}};
-  l.header = model::header_for(l.window, path);
+  l.header = outputs::header_for(l.window, path);
   l.header.attach_mode = l.contents.meta.attach_mode;
   l.header.target = l.contents.meta.target;
   // The recorder's periodic cost notes: the last one covers the whole recording, and it is
   // shown once as "observer cost" rather than every few seconds' worth among the notes.
   for (const auto& n : l.contents.notes) {
-    if (!model::is_cost_note(n.text)) l.header.notes.push_back(n.text);
-    else if (auto cost = model::parse_cost_note(n.text)) l.header.cost = std::move(cost);
+    if (!analysis::is_cost_note(n.text)) l.header.notes.push_back(n.text);
+    else if (auto cost = analysis::parse_cost_note(n.text)) l.header.cost = std::move(cost);
   }
   if (!l.contents.stop_reason.empty()) l.header.notes.push_back("stopped: " + l.contents.stop_reason);
   return l;
@@ -67,15 +67,15 @@ int run_report(const ReportOptions& opt) {
   }
   std::string out;
   if (opt.vs.empty()) {
-    out = opt.format == "json" ? model::report_json(a->header, a->window) : model::report_text(a->header, a->window);
+    out = opt.format == "json" ? outputs::report_json(a->header, a->window) : outputs::report_text(a->header, a->window);
   } else {
     auto b = load(opt.vs, error);
     if (!b) {
       std::fprintf(stderr, "platoon report: %s\n", error.c_str());
       return kExitFailure;
     }
-    model::Side sa{a->header, a->window}, sb{b->header, b->window};
-    out = opt.format == "json" ? model::compare_json(sa, sb) : model::compare_text(sa, sb);
+    outputs::Side sa{a->header, a->window}, sb{b->header, b->window};
+    out = opt.format == "json" ? outputs::compare_json(sa, sb) : outputs::compare_text(sa, sb);
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);

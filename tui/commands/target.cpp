@@ -73,7 +73,7 @@ bool validate_target(TargetSpec& spec, std::string& error) {
     return false;
   }
   if (!spec.cgroup.empty()) {
-    spec.cgroup_dir = bpf::resolve_cgroup_dir(spec.cgroup, error);
+    spec.cgroup_dir = collectors::resolve_cgroup_dir(spec.cgroup, error);
     if (spec.cgroup_dir.empty()) return false;
   }
   for (pid_t p : spec.pids) {
@@ -226,7 +226,7 @@ void LaunchedCommand::end_command() {
 bool start_live_target(const TargetSpec& spec, const CommandLifetime& lifetime, LiveTarget& out,
                        std::string& error) {
   out.pids = spec.pids;
-  if (!spec.cgroup_dir.empty()) out.pids = bpf::cgroup_members(spec.cgroup_dir);  // now; the source follows it
+  if (!spec.cgroup_dir.empty()) out.pids = collectors::cgroup_members(spec.cgroup_dir);  // now; the source follows it
   if (spec.command.empty()) return true;
   auto child = LaunchedCommand::start(spec.command, lifetime, error);
   if (!child) return false;

@@ -1,4 +1,4 @@
-// platoon top: the dashboard, one loop over a model::SnapshotSource. Live, every interval it
+// platoon top: the dashboard, one loop over a snapshot::SnapshotSource. Live, every interval it
 // takes one snapshot of the in-kernel aggregates (the source is opened without raw events, so user
 // space does no per-event work), makes the window since the previous one, updates the model and
 // redraws; between intervals it waits for keys. --replay plays a recording through the same loop,
@@ -34,27 +34,27 @@ int fail(const std::string& msg) { return command_failure("top", msg); }
 
 // Where the loop's snapshots come from: exactly one of a live session and a recording.
 struct Feed {
-  model::SnapshotSource& source;
+  snapshot::SnapshotSource& source;
   LiveSession* session = nullptr;         // live: targets that end, the command, `r` recording
-  model::ReplaySource* replay = nullptr;  // replay: position, speed, steps, end of recording
+  trace::ReplaySource* replay = nullptr;  // replay: position, speed, steps, end of recording
   uint64_t replay_interval_ns = 0;        // replay: the recorded interval at speed 1
 };
 
 // The loop: keys between intervals, one window per interval.
 class Top {
  public:
-  Top(const TopOptions& opt, Feed feed, std::unique_ptr<tui::Screen> screen)
+  Top(const TopOptions& opt, Feed feed, std::unique_ptr<dashboard::Screen> screen)
       : opt_(opt), feed_(feed), source_(feed.source), screen_(std::move(screen)) {}
-  model::TopState& state() { return st_; }
+  dashboard::TopState& state() { return st_; }
 
   void run() {
     prev_ = source_.snapshot();
-    if (!feed_.replay) cost_shown_from_ = cost_prev_ = model::take_cost_sample(source_);
+    if (!feed_.replay) cost_shown_from_ = cost_prev_ = analysis::take_cost_sample(source_);
     // A replay opens on its first window at once.
-    next_ = model::boottime_ns() + (feed_.replay ? 0 : step_ns());
+    next_ = snapshot::boottime_ns() + (feed_.replay ? 0 : step_ns());
     if (screen_ && !feed_.replay) screen_->draw(st_);
     while (!stop_requested()) {
-      const uint64_t now = model::boottime_ns();
+      const uint64_t now = snapshot::boottime_ns();
       if (now >= next_) {
         if (!tick()) break;
         continue;
@@ -72,7 +72,7 @@ class Top {
   }
 
   int finish() {
-    const model::CostSample cost = model::take_cost_sample(source_);
+    const analysis::CostSample cost = analysis::take_cost_sample(source_);
     recorder_.stop(stop_requested() ? "interrupted" : "top quit", &cost);
     const std::string saved = recorder_.describe();
     const bool batch = screen_ == nullptr;
@@ -96,7 +96,7 @@ class Top {
   bool on_key(int key) {
     const Intent in = apply_key(key, st_, screen_->page_rows());
     if (in == Intent::quit) return false;
-    if (in == Intent::retime) next_ = model::boottime_ns() + step_ns();
+    if (in == Intent::retime) next_ = snapshot::boottime_ns() + step_ns();
     if (in == Intent::record) toggle_recording();
     if (in == Intent::step_forward || in == Intent::step_back) step(in == Intent::step_forward ? 1 : -1);
     st_.recording = recorder_.describe();
@@ -108,7 +108,7 @@ class Top {
     std::string error;
     if (!feed_.session) st_.status = "recording is for live targets";
     else if (recorder_.active()) {
-      const model::CostSample cost = model::take_cost_sample(source_);
+      const analysis::CostSample cost = analysis::take_cost_sample(source_);
       recorder_.stop("stopped from top", &cost);
     } else if (!recorder_.start(feed_.session->trace_meta(opt_.interval_s), prev_, cost_prev_, error)) {
       st_.status = error;
@@ -142,8 +142,8 @@ class Top {
   }
 
   void advance() {
-    model::Snapshot cur = source_.snapshot();
-    st_.push(model::make_window(prev_, cur));
+    snapshot::Snapshot cur = source_.snapshot();
+    st_.push(analysis::make_window(prev_, cur));
     prev_ = std::move(cur);
   }
 
@@ -151,20 +151,20 @@ class Top {
   // resuming shows the latest interval rather than one as long as the pause.
   void sample() {
     source_.refresh();
-    model::Snapshot cur = source_.snapshot();
+    snapshot::Snapshot cur = source_.snapshot();
     // What top itself cost over the interval: its BPF programs and its own CPU.
-    model::CostSample cost = model::take_cost_sample(source_);
+    analysis::CostSample cost = analysis::take_cost_sample(source_);
     recorder_.write(cur, cost);
     st_.recording = recorder_.describe();
-    if (!st_.paused()) st_.push(model::make_window(prev_, cur));
+    if (!st_.paused()) st_.push(analysis::make_window(prev_, cur));
     prev_ = std::move(cur);
     // Sampled stats: an interval shorter than the sampling period can hold no window; the header
     // then keeps its figures, and the next one covers both intervals.
-    if (!cost.bpf.sampled || model::counted_between(cost_shown_from_, cost) > 0) {
-      st_.cost = model::observer_cost(cost_shown_from_, cost);
+    if (!cost.bpf.sampled || analysis::counted_between(cost_shown_from_, cost) > 0) {
+      st_.cost = analysis::observer_cost(cost_shown_from_, cost);
       cost_shown_from_ = cost;
     } else if (st_.cost) {
-      st_.cost->self_cpu_pct = model::observer_cost(cost_prev_, cost).self_cpu_pct;
+      st_.cost->self_cpu_pct = analysis::observer_cost(cost_prev_, cost).self_cpu_pct;
     }
     cost_prev_ = std::move(cost);
     if (ended_.empty()) {
@@ -179,7 +179,7 @@ class Top {
     const bool moves = !feed_.replay || (!st_.paused() && r.position < r.count);
     if (feed_.replay && moves) show(r.position + 1);
     if (!feed_.replay) sample();
-    const uint64_t now = model::boottime_ns();
+    const uint64_t now = snapshot::boottime_ns();
     next_ += step_ns();
     if (next_ < now) next_ = now + step_ns();  // fell behind: no burst
     if (!moves) return true;                    // a replay paused or at its end: nothing new
@@ -187,7 +187,7 @@ class Top {
       screen_->draw(st_);
       return true;
     }
-    std::fputs(tui::batch_text(st_).c_str(), stdout);
+    std::fputs(dashboard::batch_text(st_).c_str(), stdout);
     std::fflush(stdout);
     const bool over = feed_.replay ? r.position >= r.count : !ended_.empty();
     return ++done_ != opt_.iterations && !over;
@@ -195,35 +195,35 @@ class Top {
 
   const TopOptions& opt_;
   Feed feed_;
-  model::SnapshotSource& source_;
-  std::unique_ptr<tui::Screen> screen_;
-  model::TopState st_;
+  snapshot::SnapshotSource& source_;
+  std::unique_ptr<dashboard::Screen> screen_;
+  dashboard::TopState st_;
   Recorder recorder_;
-  model::Snapshot prev_;
-  model::CostSample cost_prev_;        // live: the cost counters at the last interval
-  model::CostSample cost_shown_from_;  // and where the header's figures start
+  snapshot::Snapshot prev_;
+  analysis::CostSample cost_prev_;     // live: the cost counters at the last interval
+  analysis::CostSample cost_shown_from_;  // and where the header's figures start
   uint64_t next_ = 0;
   long done_ = 0;
   std::string ended_;  // live: the targets are gone
 };
 
-std::unique_ptr<tui::Screen> open_screen(bool batch, std::string& error) {
-  return batch ? nullptr : tui::Screen::open(error);
+std::unique_ptr<dashboard::Screen> open_screen(bool batch, std::string& error) {
+  return batch ? nullptr : dashboard::Screen::open(error);
 }
 
 // --columns: the columns named (by catalog key) go on screen, the others off; TID and NAME stay.
 // False with a one-line error naming the valid keys.
-bool choose_columns(const std::vector<std::string>& keys, std::vector<model::Column>& out, std::string& error) {
+bool choose_columns(const std::vector<std::string>& keys, std::vector<dashboard::Column>& out, std::string& error) {
   std::string valid;
-  for (const auto& info : model::columns()) {
+  for (const auto& info : dashboard::columns()) {
     const std::string key = info.metric->key;
-    if (info.id == model::Column::tid || info.id == model::Column::name) continue;
+    if (info.id == dashboard::Column::tid || info.id == dashboard::Column::name) continue;
     valid += (valid.empty() ? "" : ",") + key;
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) out.push_back(info.id);
   }
   for (const auto& k : keys) {
-    const bool known = std::any_of(model::columns().begin(), model::columns().end(),
-                                   [&](const model::ColumnInfo& i) { return k == i.metric->key; });
+    const bool known = std::any_of(dashboard::columns().begin(), dashboard::columns().end(),
+                                   [&](const dashboard::ColumnInfo& i) { return k == i.metric->key; });
     if (!known) {
       error = "unknown column '" + k + "' in --columns (one of " + valid + ")";
       return false;
@@ -232,15 +232,15 @@ bool choose_columns(const std::vector<std::string>& keys, std::vector<model::Col
   return true;
 }
 
-void show_only(model::TopState& st, const std::vector<model::Column>& shown) {
+void show_only(dashboard::TopState& st, const std::vector<dashboard::Column>& shown) {
   if (shown.empty()) return;
-  for (const auto& info : model::columns()) {
-    const bool identity = info.id == model::Column::tid || info.id == model::Column::name;
+  for (const auto& info : dashboard::columns()) {
+    const bool identity = info.id == dashboard::Column::tid || info.id == dashboard::Column::name;
     st.show_column(info.id, identity || std::find(shown.begin(), shown.end(), info.id) != shown.end());
   }
 }
 
-int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, bool batch) {
+int run_live(const TopOptions& opt, const std::vector<dashboard::Column>& shown, bool batch) {
   std::string error;
   // Without raw events: the live view reads the in-kernel aggregates once per interval only.
   auto session = LiveSession::open(opt.live, {.record_events = false}, error);
@@ -254,7 +254,7 @@ int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, boo
     return fail(error);
   }
   Top top(opt, Feed{.source = session->source(), .session = session.get()}, std::move(screen));
-  model::TopState& st = top.state();
+  dashboard::TopState& st = top.state();
   show_only(st, shown);
   st.set_machine_wide(opt.live.target.all);   // opens on the processes, ranked by %wait
   st.set_interval(opt.interval_s);
@@ -267,26 +267,26 @@ int run_live(const TopOptions& opt, const std::vector<model::Column>& shown, boo
 
 // The replay's header: the recording's target, file, source and notes, and what the reader
 // could not read (stderr is hidden behind the screen, so the warnings are notes too).
-void describe_replay(model::TopState& st, const std::string& path, const model::ReplaySource& replay,
+void describe_replay(dashboard::TopState& st, const std::string& path, const trace::ReplaySource& replay,
                      const std::vector<std::string>& warnings) {
   const auto& meta = replay.contents().meta;
   const auto slash = path.find_last_of('/');
   st.target = meta.target + " from " + (slash == std::string::npos ? path : path.substr(slash + 1));
-  st.source_line = std::string(model::to_string(meta.source)) + " (" + meta.attach_mode + ")";
+  st.source_line = std::string(snapshot::to_string(meta.source)) + " (" + meta.attach_mode + ")";
   st.notes = replay.notes();
   for (const auto& w : warnings) st.notes.push_back(w);
   // The recorder's last cost note covers the whole recording (record writes one every few s).
   for (const auto& n : replay.contents().notes)
-    if (auto cost = model::parse_cost_note(n.text)) st.cost = std::move(cost);
+    if (auto cost = analysis::parse_cost_note(n.text)) st.cost = std::move(cost);
 }
 
 // Replay steps both ways, so it holds the snapshots (within kKeepSnapshotBytes: past it only a
 // prefix is replayed), never the raw events, which it does not show.
-int run_replay(const TopOptions& opt, const std::vector<model::Column>& shown, bool batch) {
+int run_replay(const TopOptions& opt, const std::vector<dashboard::Column>& shown, bool batch) {
   std::string error;
-  auto replay = model::ReplaySource::open(opt.replay, error, {.keep_events = false});
+  auto replay = trace::ReplaySource::open(opt.replay, error, {.keep_events = false});
   if (!replay) return fail(error);
-  const model::TraceContents& c = replay->contents();
+  const trace::TraceContents& c = replay->contents();
   std::vector<std::string> warnings;
   if (c.truncated)
     warnings.push_back(opt.replay + " is truncated at byte " + std::to_string(c.truncated_at) + " (" +
@@ -305,7 +305,7 @@ int run_replay(const TopOptions& opt, const std::vector<model::Column>& shown, b
       c.meta.interval_ns ? c.meta.interval_ns
                          : std::max<uint64_t>(1, (replay->at(windows).ts_ns - replay->at(0).ts_ns) / windows);
   Top top(opt, Feed{.source = *replay, .replay = replay.get(), .replay_interval_ns = interval_ns}, std::move(screen));
-  model::TopState& st = top.state();
+  dashboard::TopState& st = top.state();
   show_only(st, shown);
   st.replay().active = true;
   st.replay().count = windows;
@@ -319,7 +319,7 @@ int run_replay(const TopOptions& opt, const std::vector<model::Column>& shown, b
 }  // namespace
 
 int run_top(const TopOptions& opt) {
-  std::vector<model::Column> shown;
+  std::vector<dashboard::Column> shown;
   std::string error;
   if (!choose_columns(opt.columns, shown, error)) return usage_error("top", error);
   const bool batch = opt.batch || !isatty(STDOUT_FILENO);
@@ -330,7 +330,7 @@ int run_top(const TopOptions& opt) {
   // --no-io has taken kFieldIo out of opt.live.fields already, and columns do not put it back.
   if (!shown.empty())
     live.live.fields =
-        opt.live.fields & ((model::kFieldsBpf & ~(model::kFieldIo | model::kFieldDrain)) | model::needed_fields(shown));
+        opt.live.fields & ((snapshot::kFieldsBpf & ~(snapshot::kFieldIo | snapshot::kFieldDrain)) | dashboard::needed_fields(shown));
   return run_live(live, shown, batch);
 }
 

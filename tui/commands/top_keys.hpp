@@ -8,6 +8,6 @@ namespace platoon::cli {
 
 // What a key asks of the loop beyond changing the model.
 enum class Intent { none, redraw, quit, retime, record, step_forward, step_back };
-Intent apply_key(int key, model::TopState& st, int page);
+Intent apply_key(int key, dashboard::TopState& st, int page);
 
 }  // namespace platoon::cli

@@ -12,7 +12,7 @@ namespace platoon::cli {
 // As often as `platoon record` writes them (record.cpp kCostNoteNs).
 constexpr uint64_t kCostNoteNs = 5'000'000'000ull;
 
-bool Recorder::start(model::TraceMeta meta, const model::Snapshot& baseline, const model::CostSample& cost,
+bool Recorder::start(trace::TraceMeta meta, const snapshot::Snapshot& baseline, const analysis::CostSample& cost,
                      std::string& error) {
   char stem[64];
   const std::time_t now = std::time(nullptr);
@@ -22,8 +22,8 @@ bool Recorder::start(model::TraceMeta meta, const model::Snapshot& baseline, con
   meta.start_boottime_ns = 0;  // the writer reads the clocks now
   meta.start_realtime_ns = 0;
   // `r` twice within a second gets "-2": a recording never replaces an earlier one.
-  auto file = model::create_unique(stem, ".trace", &error);
-  if (file) writer_ = model::TraceWriter::create(std::move(*file), meta, {}, &error);
+  auto file = outputs::create_unique(stem, ".trace", &error);
+  if (file) writer_ = trace::TraceWriter::create(std::move(*file), meta, {}, &error);
   if (!writer_) {
     last_ = "REC failed: " + error;
     return false;
@@ -36,12 +36,12 @@ bool Recorder::start(model::TraceMeta meta, const model::Snapshot& baseline, con
   return true;
 }
 
-void Recorder::cost_note(const model::CostSample& now) {
-  writer_->write_note(now.wall_ns, model::cost_note(model::observer_cost(cost0_, now)));
+void Recorder::cost_note(const analysis::CostSample& now) {
+  writer_->write_note(now.wall_ns, analysis::cost_note(analysis::observer_cost(cost0_, now)));
   cost_note_ns_ = now.wall_ns;
 }
 
-void Recorder::write(const model::Snapshot& s, const model::CostSample& cost) {
+void Recorder::write(const snapshot::Snapshot& s, const analysis::CostSample& cost) {
   if (!writer_) return;
   if (cost.wall_ns - cost_note_ns_ >= kCostNoteNs) cost_note(cost);
   if (!writer_->write_snapshot(s)) {
@@ -52,7 +52,7 @@ void Recorder::write(const model::Snapshot& s, const model::CostSample& cost) {
   ++snapshots_;
 }
 
-void Recorder::stop(const std::string& reason, const model::CostSample* cost) {
+void Recorder::stop(const std::string& reason, const analysis::CostSample* cost) {
   if (!writer_) return;
   if (cost) cost_note(*cost);
   writer_->finish(reason);

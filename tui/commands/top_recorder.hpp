@@ -18,21 +18,21 @@ class Recorder {
   bool active() const { return writer_ != nullptr; }
   // Starts a file named after the time; writes `baseline` as the first snapshot. `cost`: the
   // cost counters now, from which the recording's cost notes count (as record's do).
-  bool start(model::TraceMeta meta, const model::Snapshot& baseline, const model::CostSample& cost,
+  bool start(trace::TraceMeta meta, const snapshot::Snapshot& baseline, const analysis::CostSample& cost,
              std::string& error);
   // A snapshot, and every few seconds a cost note up to `cost` (read with the snapshot).
-  void write(const model::Snapshot& s, const model::CostSample& cost);
+  void write(const snapshot::Snapshot& s, const analysis::CostSample& cost);
   // With `cost`, a last cost note first.
-  void stop(const std::string& reason, const model::CostSample* cost = nullptr);
+  void stop(const std::string& reason, const analysis::CostSample* cost = nullptr);
   std::string describe() const;  // "REC file (N snapshots)", "saved file (N)", "REC failed: .."
   ~Recorder() { stop("top quit"); }
 
  private:
-  void cost_note(const model::CostSample& now);
-  std::unique_ptr<model::TraceWriter> writer_;
+  void cost_note(const analysis::CostSample& now);
+  std::unique_ptr<trace::TraceWriter> writer_;
   std::string path_, last_;
   uint64_t snapshots_ = 0;
-  model::CostSample cost0_;      // the cost counters when the recording began
+  analysis::CostSample cost0_;   // the cost counters when the recording began
   uint64_t cost_note_ns_ = 0;    // when the last cost note was written
 };
 

@@ -21,7 +21,7 @@
 #include "bpf/snapshot/snapshot.hpp"
 #include "tui/analysis/window.hpp"
 
-namespace platoon::model {
+namespace platoon::metrics {
 
 // nullopt: the thread has none in this window (no epoll calls, no drains, no samples).
 using Value = std::optional<double>;
@@ -46,7 +46,7 @@ struct TuiColumn {
   bool sortable = true;
   bool shown = true;          // false: available, but not on the default screen
   std::string (*format)(double) = nullptr;                          // the value as a cell
-  std::string (*cell)(const Window&, const ThreadWindow&) = nullptr;  // or the whole cell
+  std::string (*cell)(const analysis::Window&, const analysis::ThreadWindow&) = nullptr;  // or the whole cell
 };
 
 struct ReportColumn {         // in report text: the --vs rows, and the tables below
@@ -68,7 +68,7 @@ struct CsvColumn {            // the metric's key as the column name
   int decimals = -1;          // -1: an integer
   // A thread with no value still prints 0 when this holds (CSV has always written 0 for a thread
   // that has the section but no samples in it; report shows "-" there).
-  bool (*zero_if)(const ThreadWindow&) = nullptr;
+  bool (*zero_if)(const analysis::ThreadWindow&) = nullptr;
 };
 
 // Which threads a family has a series for: every exported thread, or only those that made
@@ -84,7 +84,7 @@ struct PromFamily {
   const char* help = nullptr;   // nullptr: shares the family of the entry before (a label value)
   const char* label = nullptr;  // extra label of this entry's sample, e.g. kind="voluntary"
   PromRows rows = PromRows::all;
-  uint64_t (*counter)(const ThreadSample&) = nullptr;
+  uint64_t (*counter)(const snapshot::ThreadSample&) = nullptr;
   bool seconds = false;         // the counter is ns, exported in seconds
   int exited_at = 0;            // the exited threads' family's position; 0: none
   const char* exited_name = nullptr;
@@ -97,8 +97,8 @@ struct Metric {
   int width;                  // the TUI column width
   Unit unit;
   uint32_t fields;            // Field bits it reads; unknown when the source has none of them
-  Value (*value)(const Window&, const ThreadWindow&);
-  Value (*process)(const Window&, const ProcessWindow&) = nullptr;  // the sum over a process
+  Value (*value)(const analysis::Window&, const analysis::ThreadWindow&);
+  Value (*process)(const analysis::Window&, const analysis::ProcessWindow&) = nullptr;  // the sum over a process
   const char* help = "";
   bool desc = true;           // biggest first when first chosen as the sort column
   TuiColumn tui{};
@@ -119,7 +119,7 @@ struct Batch {
   BatchFrom from = BatchFrom::none;
   double p50 = 0, p99 = 0;
 };
-Batch batch_of(const ThreadWindow& t);
+Batch batch_of(const analysis::ThreadWindow& t);
 
 // The metrics one output shows, in that output's order.
 std::vector<const Metric*> tui_columns();
@@ -131,8 +131,8 @@ std::vector<const Metric*> prom_exited_metrics();  // per-process families of ex
 
 // The value as every view reads it: nullopt when the window's source has none of the metric's
 // fields, else the getter's.
-Value value_of(const Metric& m, const Window& w, const ThreadWindow& t);
-Value process_value_of(const Metric& m, const Window& w, const ProcessWindow& p);
+Value value_of(const Metric& m, const analysis::Window& w, const analysis::ThreadWindow& t);
+Value process_value_of(const Metric& m, const analysis::Window& w, const analysis::ProcessWindow& p);
 
 // The union of the Field bits that these metrics need: what a producer must collect for a view
 // showing them (htop's process flags). By output set: every metric any of those outputs shows.
@@ -144,4 +144,4 @@ std::string format_pct(double v);    // 12.3, 100
 std::string format_rate(double v);   // 999, 12.3k, 4.5M in 6 columns
 std::string format_fixed(double v, int decimals);
 
-}  // namespace platoon::model
+}  // namespace platoon::metrics

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tui/analysis/doctor.hpp"
+#include "tui/outputs/doctor_output.hpp"
 
-namespace platoon::model::doctor {
+namespace platoon::outputs::doctor {
+
+using namespace analysis::doctor;  // the diagnosis these write
 
 // ---- text ----
 
@@ -93,7 +95,7 @@ void text_header(Out o, const Diagnosis& d) {
     if (!c.split) continue;
     // "-": a part the source did not measure (no IRQ time accounting), not a 0 that looks measured.
     std::string parts;
-    for (const WaitCause& x : kWaitCauses)
+    for (const analysis::WaitCause& x : analysis::kWaitCauses)
       parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", x.label,
                            measured(x, c.fields) ? fmt::format("{:.2f}", (*c.split).*x.pct) : "-");
     fmt::format_to(o, "  {} wait {:.2f}%: {}\n", c.thread, c.wait_pct, parts);
@@ -169,7 +171,7 @@ Value split_value(const CarrierWait& c) {
   if (!c.split) return Value();
   // A part the source did not measure is null, not a 0 that looks measured.
   Object parts;
-  for (const WaitCause& x : kWaitCauses)
+  for (const analysis::WaitCause& x : analysis::kWaitCauses)
     parts.emplace_back(std::string(part_key(x)), measured(x, c.fields) ? Value(round_to((*c.split).*x.pct, 2)) : Value());
   return parts;
 }
@@ -343,4 +345,4 @@ std::string compare_json(const Diagnosis& a, const Diagnosis& b, bool pretty) {
   return write_json(Value(std::move(top)), pretty);
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::outputs::doctor

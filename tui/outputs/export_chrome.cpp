@@ -15,7 +15,7 @@
 #include "tui/trace/trace_reader.hpp"
 #include "tui/analysis/window.hpp"
 
-namespace platoon::model {
+namespace platoon::outputs {
 namespace {
 
 using Writer = rapidjson::Writer<rapidjson::OStreamWrapper>;
@@ -92,7 +92,7 @@ struct Recorded {
   uint64_t first_ns = UINT64_MAX, last_ns = 0;  // over the snapshots and every event
 };
 
-struct Collect : EventVisitor {
+struct Collect : trace::EventVisitor {
   explicit Collect(Recorded& r) : rec(r) {}
   void on_switch(const platoon_event_header& h, const platoon_ev_switch& e) override {
     rec.sched.push_back({h.ts_ns, h.cpu, h.tid, e.next_tid, false});
@@ -113,11 +113,11 @@ struct Collect : EventVisitor {
 // The whole recording is in memory, so it is sorted whole rather than through EventReader's
 // horizon: slices are built by walking each thread's switches in order. The sort is stable:
 // equal stamps keep the order the kernel emitted them on that CPU.
-Recorded collect(std::span<const uint8_t> events, std::span<const Snapshot> snapshots) {
+Recorded collect(std::span<const uint8_t> events, std::span<const snapshot::Snapshot> snapshots) {
   Recorded rec;
   for (const auto& s : snapshots) rec.first_ns = std::min(rec.first_ns, s.ts_ns), rec.last_ns = std::max(rec.last_ns, s.ts_ns);
   Collect collector(rec);
-  for_each_event(events, [&](const platoon_event_header& h, const void* record, size_t size) {
+  trace::for_each_event(events, [&](const platoon_event_header& h, const void* record, size_t size) {
     rec.first_ns = std::min<uint64_t>(rec.first_ns, h.ts_ns);
     rec.last_ns = std::max<uint64_t>(rec.last_ns, h.ts_ns);
     visit_event(record, size, collector);
@@ -201,10 +201,10 @@ void write_counters(Emitter& emit, const Targets& targets, const char* name, con
 
 // %wait per interval, stamped at the interval's start: a counter holds its value until the next
 // sample, which is exactly the interval it describes.
-void write_wait_counters(Emitter& emit, const Targets& targets, std::span<const Snapshot> snapshots) {
+void write_wait_counters(Emitter& emit, const Targets& targets, std::span<const snapshot::Snapshot> snapshots) {
   for (size_t i = 1; i < snapshots.size(); ++i) {
-    const Window win = make_window(snapshots[i - 1], snapshots[i]);
-    if (!win.has(kFieldRunWait)) break;
+    const analysis::Window win = analysis::make_window(snapshots[i - 1], snapshots[i]);
+    if (!win.has(snapshot::kFieldRunWait)) break;
     for (const auto& tw : win.threads) {
       auto t = targets.find(tw.tid);
       if (t != targets.end()) emit.counter("%wait", tw.pid, win.start_ns, t->second.label, tw.wait_pct);
@@ -215,7 +215,7 @@ void write_wait_counters(Emitter& emit, const Targets& targets, std::span<const 
 }  // namespace
 
 bool write_chrome_trace(std::ostream& out, std::span<const uint8_t> events,
-                        std::span<const Snapshot> snapshots, ChromeStats* stats_out) {
+                        std::span<const snapshot::Snapshot> snapshots, ChromeStats* stats_out) {
   ChromeStats stats;
   const Targets targets = targets_of(snapshots);
   const Recorded rec = collect(events, snapshots);
@@ -242,4 +242,4 @@ bool write_chrome_trace(std::ostream& out, std::span<const uint8_t> events,
   return static_cast<bool>(out);
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

@@ -14,7 +14,7 @@
 
 #include "bpf/snapshot/snapshot.hpp"
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 struct ChromeStats {
   size_t slices = 0;
@@ -29,6 +29,6 @@ struct ChromeStats {
 // only a target's switch-outs are all recorded, so only a target's slices can be closed.
 // Returns false when the stream failed.
 bool write_chrome_trace(std::ostream& out, std::span<const uint8_t> events,
-                        std::span<const Snapshot> snapshots, ChromeStats* stats = nullptr);
+                        std::span<const snapshot::Snapshot> snapshots, ChromeStats* stats = nullptr);
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

@@ -14,7 +14,7 @@
 #include "tui/trace/trace_reader.hpp"
 #include "tui/analysis/window.hpp"
 
-namespace platoon::model {
+namespace platoon::outputs {
 namespace {
 
 // Field numbers of perfetto_trace.proto (= Perfetto's published schema).
@@ -156,7 +156,7 @@ ProtoMessage migrate_event(const platoon_event_header& h, const platoon_ev_migra
 }
 
 // Pass 1's view of the events: which threads get which counter tracks.
-struct TrackScan : EventVisitor {
+struct TrackScan : trace::EventVisitor {
   explicit TrackScan(std::set<std::pair<uint32_t, CounterKind>>& t) : tracks(t) {}
   // A failed call (-EINTR) returned no batch; io_cycles does not count it either.
   void on_epoll(const platoon_event_header& h, const platoon_ev_epoll& e) override {
@@ -186,7 +186,7 @@ int64_t report_prev_state(uint32_t raw) {
 
 // Pass 2's view of the events, in time order out of the reorder buffer: sched records into their
 // CPU's bundle, epoll and drain records as counter samples.
-struct PerfettoExport::State : EventVisitor {
+struct PerfettoExport::State : trace::EventVisitor {
   explicit State(std::ostream& o) : out(o), writer(o) {}
 
   std::ostream& out;
@@ -195,7 +195,7 @@ struct PerfettoExport::State : EventVisitor {
 
   // Pass 1.
   std::map<uint32_t, ExportThread> targets;
-  std::optional<Snapshot> prev;
+  std::optional<snapshot::Snapshot> prev;
   std::vector<WaitSample> waits;                     // in time order (snapshots are)
   std::vector<std::string> cgroups;                  // paths of the groups with a track, by index
   std::vector<CgroupSample> cgroup_samples;          // in time order
@@ -204,7 +204,7 @@ struct PerfettoExport::State : EventVisitor {
   std::vector<uint64_t> lost_per_cpu;                // from the last snapshot
 
   // Pass 2.
-  EventReader reader;
+  trace::EventReader reader;
   uint64_t released_ns = 0;                          // the newest stamp written so far
   size_t next_wait = 0;
   struct Bundle {
@@ -225,9 +225,9 @@ struct PerfettoExport::State : EventVisitor {
     sched(h, switch_event(h, e), stats.cpus[h.cpu].sched_switch);
   }
   // sched_wakeup is left out: Perfetto derives Runnable from sched_waking.
-  void on_wake(const platoon_event_header& h, const platoon_ev_wake& e, WakeKind kind) override {
-    if (kind == WakeKind::wakeup) return;
-    const bool waking = kind == WakeKind::waking;
+  void on_wake(const platoon_event_header& h, const platoon_ev_wake& e, trace::WakeKind kind) override {
+    if (kind == trace::WakeKind::wakeup) return;
+    const bool waking = kind == trace::WakeKind::waking;
     auto& cpu = stats.cpus[h.cpu];
     sched(h, wake_event(h, e, waking), waking ? cpu.sched_waking : cpu.sched_wakeup_new);
   }
@@ -310,21 +310,21 @@ void PerfettoExport::State::waits_until(uint64_t ts_ns) {
 PerfettoExport::PerfettoExport(std::ostream& out) : s_(std::make_unique<State>(out)) {}
 PerfettoExport::~PerfettoExport() = default;
 
-void PerfettoExport::scan_snapshot(const Snapshot& snap) {
+void PerfettoExport::scan_snapshot(const snapshot::Snapshot& snap) {
   add_targets(s_->targets, snap);
   s_->lost_per_cpu = snap.lost_events_per_cpu;
   // %wait per interval, stamped at the interval's start: a counter holds its value until the
   // next sample, which is exactly the interval it describes.
   if (s_->prev) {
-    const Window win = make_window(*s_->prev, snap);
-    if (win.has(kFieldRunWait))
+    const analysis::Window win = analysis::make_window(*s_->prev, snap);
+    if (win.has(snapshot::kFieldRunWait))
       for (const auto& tw : win.threads) {
         s_->waits.push_back({win.start_ns, tw.tid, tw.wait_pct});
         s_->tracks.insert({tw.tid, CounterKind::wait_pct});
       }
     // Throttled wait: a track for the threads that ever had any; samples kept for all until
     // begin() knows which those are.
-    if (win.has(kFieldWaitSplit))
+    if (win.has(snapshot::kFieldWaitSplit))
       for (const auto& tw : win.threads) {
         s_->waits.push_back({win.start_ns, tw.tid, tw.wait_split.throttled_pct, CounterKind::throttled_wait_pct});
         if (tw.wait_split.throttled_pct > 0) s_->tracks.insert({tw.tid, CounterKind::throttled_wait_pct});
@@ -345,7 +345,7 @@ void PerfettoExport::scan_event(const platoon_event_header&, const void* record,
   visit_event(record, size, scan);
 }
 
-void PerfettoExport::begin(const TraceMeta& meta) {
+void PerfettoExport::begin(const trace::TraceMeta& meta) {
   State& st = *s_;
   st.prev.reset();
   label_targets(st.targets);
@@ -424,14 +424,14 @@ bool PerfettoExport::finish(PerfettoStats* stats) {
   return static_cast<bool>(st.out);
 }
 
-bool write_perfetto_trace(std::ostream& out, const TraceMeta& meta, std::span<const uint8_t> events,
-                          std::span<const Snapshot> snapshots, PerfettoStats* stats) {
+bool write_perfetto_trace(std::ostream& out, const trace::TraceMeta& meta, std::span<const uint8_t> events,
+                          std::span<const snapshot::Snapshot> snapshots, PerfettoStats* stats) {
   PerfettoExport exp(out);
   for (const auto& snap : snapshots) exp.scan_snapshot(snap);
-  for_each_event(events, [&](const platoon_event_header& h, const void* rec, size_t size) { exp.scan_event(h, rec, size); });
+  trace::for_each_event(events, [&](const platoon_event_header& h, const void* rec, size_t size) { exp.scan_event(h, rec, size); });
   exp.begin(meta);
-  for_each_event(events, [&](const platoon_event_header& h, const void* rec, size_t size) { exp.write_event(h, rec, size); });
+  trace::for_each_event(events, [&](const platoon_event_header& h, const void* rec, size_t size) { exp.write_event(h, rec, size); });
   return exp.finish(stats);
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

@@ -27,7 +27,7 @@
 #include "tui/trace/events.hpp"        // kReorderHorizonNs
 #include "tui/trace/trace_format.hpp"  // TraceMeta
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 struct PerfettoStats {
   // Per CPU: events written, by kind.
@@ -52,10 +52,10 @@ class PerfettoExport {
   PerfettoExport& operator=(const PerfettoExport&) = delete;
 
   // Pass 1, in file order: every snapshot and every event record.
-  void scan_snapshot(const Snapshot& s);
+  void scan_snapshot(const snapshot::Snapshot& s);
   void scan_event(const platoon_event_header& h, const void* record, size_t size);
   // Pass 2: the header packets (system info, descriptors), then every event record again.
-  void begin(const TraceMeta& meta);
+  void begin(const trace::TraceMeta& meta);
   void write_event(const platoon_event_header& h, const void* record, size_t size);
   // Flushes what is held; false when the stream failed.
   bool finish(PerfettoStats* stats = nullptr);
@@ -67,11 +67,11 @@ class PerfettoExport {
 
 // Both passes over an in-memory recording: events are the records of TraceContents::events (end
 // to end), snapshots in time order. Returns false when the stream failed.
-bool write_perfetto_trace(std::ostream& out, const TraceMeta& meta, std::span<const uint8_t> events,
-                          std::span<const Snapshot> snapshots, PerfettoStats* stats = nullptr);
+bool write_perfetto_trace(std::ostream& out, const trace::TraceMeta& meta, std::span<const uint8_t> events,
+                          std::span<const snapshot::Snapshot> snapshots, PerfettoStats* stats = nullptr);
 
 // The kernel's sched_switch tracepoint reports prev_state as one TASK_REPORT bit (what Perfetto
 // decodes into R, R+, S, D, I, X...); the recorder stores the raw task state, 0 when preempted.
 int64_t report_prev_state(uint32_t raw_state);
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 namespace {
 
@@ -43,7 +43,7 @@ std::string utf8_safe(const std::string& s) {
   return out;
 }
 
-void add_targets(std::map<uint32_t, ExportThread>& targets, const Snapshot& s) {
+void add_targets(std::map<uint32_t, ExportThread>& targets, const snapshot::Snapshot& s) {
   for (const auto& t : s.threads) targets[t.tid] = ExportThread{t.pid, utf8_safe(t.comm), {}};
 }
 
@@ -54,7 +54,7 @@ void label_targets(std::map<uint32_t, ExportThread>& targets) {
     t.label = seen[{t.pid, t.comm}] > 1 ? t.comm + " " + std::to_string(tid) : t.comm;
 }
 
-std::map<uint32_t, ExportThread> targets_of(std::span<const Snapshot> snapshots) {
+std::map<uint32_t, ExportThread> targets_of(std::span<const snapshot::Snapshot> snapshots) {
   std::map<uint32_t, ExportThread> threads;
   for (const auto& s : snapshots) add_targets(threads, s);
   label_targets(threads);
@@ -68,4 +68,4 @@ std::map<uint32_t, std::string> process_names(const std::map<uint32_t, ExportThr
   return names;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

@@ -9,7 +9,7 @@
 
 #include "bpf/snapshot/snapshot.hpp"
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 struct ExportThread {
   uint32_t pid = 0;
@@ -23,12 +23,12 @@ struct ExportThread {
 std::string utf8_safe(const std::string& s);
 
 // tid → latest identity (comm changes at exec) over every snapshot of the recording.
-std::map<uint32_t, ExportThread> targets_of(std::span<const Snapshot> snapshots);
+std::map<uint32_t, ExportThread> targets_of(std::span<const snapshot::Snapshot> snapshots);
 // The same, one snapshot at a time (a streamed recording): add each, then label once.
-void add_targets(std::map<uint32_t, ExportThread>& targets, const Snapshot& s);
+void add_targets(std::map<uint32_t, ExportThread>& targets, const snapshot::Snapshot& s);
 void label_targets(std::map<uint32_t, ExportThread>& targets);
 
 // pid → the main thread's comm (tid == pid), else the comm of its lowest-numbered thread.
 std::map<uint32_t, std::string> process_names(const std::map<uint32_t, ExportThread>& targets);
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

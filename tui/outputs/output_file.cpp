@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 UniqueFd& UniqueFd::operator=(UniqueFd&& o) noexcept {
   if (this != &o) {
@@ -148,4 +148,4 @@ std::optional<OutputFile> create_unique(const std::string& stem, const std::stri
   return std::nullopt;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

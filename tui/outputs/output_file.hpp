@@ -13,7 +13,7 @@
 #include <optional>
 #include <string>
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 // An fd that closes itself.
 class UniqueFd {
@@ -73,4 +73,4 @@ class OutputFile {
 std::optional<OutputFile> create_unique(const std::string& stem, const std::string& extension,
                                         std::string* error);
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

@@ -14,7 +14,7 @@
 #include "tui/metrics/catalog.hpp"
 #include "tui/outputs/export_targets.hpp"  // utf8_safe
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 std::string prom_escape_label(std::string_view raw) {
   // Label values must be UTF-8 or Prometheus rejects the whole scrape; a comm is whatever the
@@ -61,9 +61,9 @@ constexpr size_t kBatchSeries = kBatchEdges.size() + 3;
 
 double seconds(uint64_t ns) { return static_cast<double>(ns) / kNsPerSecond; }
 
-bool has_io(const Snapshot& s, const ThreadSample& t) { return (s.fields & kFieldIo) && t.io_cycles > 0; }
-bool has_drain(const Snapshot& s, const ThreadSample& t) {
-  return (s.fields & kFieldDrain) && (t.drains > 0 || t.steals > 0);
+bool has_io(const snapshot::Snapshot& s, const snapshot::ThreadSample& t) { return (s.fields & snapshot::kFieldIo) && t.io_cycles > 0; }
+bool has_drain(const snapshot::Snapshot& s, const snapshot::ThreadSample& t) {
+  return (s.fields & snapshot::kFieldDrain) && (t.drains > 0 || t.steals > 0);
 }
 
 // Appends exposition text; counts the samples it writes.
@@ -128,49 +128,49 @@ uint64_t slots_below(std::span<const uint64_t> hist, size_t upto) {
 }
 
 struct Row {
-  const ThreadSample* t;
+  const snapshot::ThreadSample* t;
   std::string labels;   // pid, process, thread, tid
 };
 
 // The catalog's families (tui/metrics/catalog.hpp), in order: an entry without help is one more
 // labelled sample of the family before it (switches by kind).
-using Family = std::vector<const Metric*>;
-std::vector<Family> grouped(const std::vector<const Metric*>& metrics, bool (*opens)(const Metric&)) {
+using Family = std::vector<const metrics::Metric*>;
+std::vector<Family> grouped(const std::vector<const metrics::Metric*>& metrics, bool (*opens)(const metrics::Metric&)) {
   std::vector<Family> out;
-  for (const Metric* m : metrics) {
+  for (const metrics::Metric* m : metrics) {
     if (opens(*m) || out.empty()) out.emplace_back();
     out.back().push_back(m);
   }
   return out;
 }
 // Per thread, by row group.
-const std::vector<Family>& families_of(PromRows group) {
+const std::vector<Family>& families_of(metrics::PromRows group) {
   static const std::array<std::vector<Family>, 3> all = [] {
     std::array<std::vector<Family>, 3> by_group;
-    for (PromRows g : {PromRows::all, PromRows::io, PromRows::drain}) {
-      std::vector<const Metric*> in_group;
-      for (const Metric* m : prom_metrics())
+    for (metrics::PromRows g : {metrics::PromRows::all, metrics::PromRows::io, metrics::PromRows::drain}) {
+      std::vector<const metrics::Metric*> in_group;
+      for (const metrics::Metric* m : metrics::prom_metrics())
         if (m->prom.rows == g) in_group.push_back(m);
-      by_group[static_cast<size_t>(g)] = grouped(in_group, [](const Metric& m) { return m.prom.help != nullptr; });
+      by_group[static_cast<size_t>(g)] = grouped(in_group, [](const metrics::Metric& m) { return m.prom.help != nullptr; });
     }
     return by_group;
   }();
   return all[static_cast<size_t>(group)];
 }
 // Per process, of its exited threads: one counter each in Totals::counters, and their families.
-const std::vector<const Metric*>& exited_counters() {
-  static const std::vector<const Metric*> all = prom_exited_metrics();
+const std::vector<const metrics::Metric*>& exited_counters() {
+  static const std::vector<const metrics::Metric*> all = metrics::prom_exited_metrics();
   return all;
 }
 const std::vector<Family>& exited_families() {
   static const std::vector<Family> all =
-      grouped(exited_counters(), [](const Metric& m) { return m.prom.exited_help != nullptr; });
+      grouped(exited_counters(), [](const metrics::Metric& m) { return m.prom.exited_help != nullptr; });
   return all;
 }
 
 bool shown(uint32_t fields, const Family& f) { return (fields & f.front()->fields) != 0; }
 
-size_t counter_series(const Snapshot& s, PromRows group) {
+size_t counter_series(const snapshot::Snapshot& s, metrics::PromRows group) {
   size_t n = 0;
   for (const Family& f : families_of(group))
     if (shown(s.fields, f)) n += f.size();
@@ -179,29 +179,29 @@ size_t counter_series(const Snapshot& s, PromRows group) {
 
 // How many series one thread contributes; the same predicates as the rendering below, so the
 // count of series left out by the bound is exact.
-size_t thread_series(const Snapshot& s, const ThreadSample& t) {
-  size_t n = counter_series(s, PromRows::all);
-  if (s.fields & kFieldRunqHist) n += kRunqSeries;
-  if (has_io(s, t)) n += counter_series(s, PromRows::io) + kBatchSeries;
-  if (has_drain(s, t)) n += counter_series(s, PromRows::drain) + kBatchSeries;
+size_t thread_series(const snapshot::Snapshot& s, const snapshot::ThreadSample& t) {
+  size_t n = counter_series(s, metrics::PromRows::all);
+  if (s.fields & snapshot::kFieldRunqHist) n += kRunqSeries;
+  if (has_io(s, t)) n += counter_series(s, metrics::PromRows::io) + kBatchSeries;
+  if (has_drain(s, t)) n += counter_series(s, metrics::PromRows::drain) + kBatchSeries;
   return n;
 }
 
 // One sample of a catalog counter: its label added, ns exported as seconds.
-void counter_sample(Out& out, std::string_view name, const std::string& labels, const PromFamily& f, uint64_t v) {
+void counter_sample(Out& out, std::string_view name, const std::string& labels, const metrics::PromFamily& f, uint64_t v) {
   const std::string with_label = f.label ? labels + "," + f.label : labels;
   if (f.seconds) out.sample(name, with_label, seconds(v));
   else out.sample(name, with_label, v);
 }
 
-void counters(Out& out, const Snapshot& s, std::span<const Row* const> rows, PromRows group) {
+void counters(Out& out, const snapshot::Snapshot& s, std::span<const Row* const> rows, metrics::PromRows group) {
   if (rows.empty()) return;
   for (const Family& f : families_of(group)) {
     if (!shown(s.fields, f)) continue;
-    const PromFamily& head = f.front()->prom;
+    const metrics::PromFamily& head = f.front()->prom;
     out.family(head.name, "counter", head.help);
     for (const Row* r : rows)
-      for (const Metric* m : f) counter_sample(out, head.name, r->labels, m->prom, m->prom.counter(*r->t));
+      for (const metrics::Metric* m : f) counter_sample(out, head.name, r->labels, m->prom, m->prom.counter(*r->t));
   }
 }
 
@@ -213,19 +213,19 @@ void runq_histogram(Out& out, std::span<const Row* const> rows) {
   for (const Row* r : rows) {
     const auto& h = r->t->runq_hist;
     out.histogram(name, r->labels, runq_le(),
-                  [&](size_t i) { return slots_below(h, static_cast<size_t>(kRunqEdgesLog2[i])); }, hist_total(h),
+                  [&](size_t i) { return slots_below(h, static_cast<size_t>(kRunqEdgesLog2[i])); }, analysis::hist_total(h),
                   seconds(r->t->wait_ns));
   }
 }
 
 // A histogram over 0..63+ slots (events per epoll cycle, queue depth at drain).
 void batch_histogram(Out& out, std::span<const Row* const> rows, const char* name, const char* help,
-                     const std::array<uint64_t, kBatchSlots> ThreadSample::*hist, uint64_t ThreadSample::*sum) {
+                     const std::array<uint64_t, snapshot::kBatchSlots> snapshot::ThreadSample::*hist, uint64_t snapshot::ThreadSample::*sum) {
   out.family(name, "histogram", help);
   for (const Row* r : rows) {
     const auto& h = r->t->*hist;
     out.histogram(name, r->labels, batch_le(),
-                  [&](size_t i) { return slots_below(h, static_cast<size_t>(kBatchEdges[i]) + 1); }, hist_total(h),
+                  [&](size_t i) { return slots_below(h, static_cast<size_t>(kBatchEdges[i]) + 1); }, analysis::hist_total(h),
                   static_cast<double>(r->t->*sum));
   }
 }
@@ -238,40 +238,40 @@ std::vector<const Row*> rows_where(const std::vector<Row>& rows, auto keep) {
 }
 
 // Per thread: the catalog's counters, with the histograms (special cases) between their groups.
-void thread_families(Out& out, const Snapshot& s, const std::vector<Row>& rows) {
-  const auto all = rows_where(rows, [](const ThreadSample&) { return true; });
-  counters(out, s, all, PromRows::all);
-  if ((s.fields & kFieldRunqHist) && !all.empty()) runq_histogram(out, all);
-  const auto io = rows_where(rows, [&](const ThreadSample& t) { return has_io(s, t); });
+void thread_families(Out& out, const snapshot::Snapshot& s, const std::vector<Row>& rows) {
+  const auto all = rows_where(rows, [](const snapshot::ThreadSample&) { return true; });
+  counters(out, s, all, metrics::PromRows::all);
+  if ((s.fields & snapshot::kFieldRunqHist) && !all.empty()) runq_histogram(out, all);
+  const auto io = rows_where(rows, [&](const snapshot::ThreadSample& t) { return has_io(s, t); });
   if (!io.empty()) {
-    counters(out, s, io, PromRows::io);
+    counters(out, s, io, metrics::PromRows::io);
     batch_histogram(out, io, "platoon_thread_epoll_events_per_cycle",
                     "Ready events returned per epoll wait call (the batch as the kernel sees it); "
                     "_count is the IO cycles, _sum the events.",
-                    &ThreadSample::io_events_hist, &ThreadSample::io_events);
+                    &snapshot::ThreadSample::io_events_hist, &snapshot::ThreadSample::io_events);
   }
-  const auto drain = rows_where(rows, [&](const ThreadSample& t) { return has_drain(s, t); });
+  const auto drain = rows_where(rows, [&](const snapshot::ThreadSample& t) { return has_drain(s, t); });
   if (!drain.empty()) {
     batch_histogram(out, drain, "platoon_thread_drain_queue_depth",
                     "Runnable fibers queued when a carrier starts draining (platoon runtime USDT); "
                     "_count is the drains.",
-                    &ThreadSample::drain_depth_hist, &ThreadSample::drain_depth_sum);
-    counters(out, s, drain, PromRows::drain);
+                    &snapshot::ThreadSample::drain_depth_hist, &snapshot::ThreadSample::drain_depth_sum);
+    counters(out, s, drain, metrics::PromRows::drain);
   }
 }
 
 // The bound: the busiest live threads (run + wait since watching started, the tid breaking
 // ties so the choice is stable), then in (pid, tid) order.
 struct Bound {
-  std::vector<const ThreadSample*> kept;
+  std::vector<const snapshot::ThreadSample*> kept;
   size_t seen = 0;
   size_t series_over_limit = 0;
 };
-Bound busiest(const Snapshot& s, size_t max_threads) {
+Bound busiest(const snapshot::Snapshot& s, size_t max_threads) {
   Bound b;
-  for (const ThreadSample& t : s.threads)
+  for (const snapshot::ThreadSample& t : s.threads)
     if (!t.exited) b.kept.push_back(&t);
-  auto busier = [](const ThreadSample* x, const ThreadSample* y) {
+  auto busier = [](const snapshot::ThreadSample* x, const snapshot::ThreadSample* y) {
     const uint64_t a = x->run_ns + x->wait_ns, c = y->run_ns + y->wait_ns;
     return a != c ? a > c : x->tid < y->tid;
   };
@@ -280,7 +280,7 @@ Bound busiest(const Snapshot& s, size_t max_threads) {
   std::partial_sort(b.kept.begin(), b.kept.begin() + static_cast<std::ptrdiff_t>(keep), b.kept.end(), busier);
   for (size_t i = keep; i < b.kept.size(); ++i) b.series_over_limit += thread_series(s, *b.kept[i]);
   b.kept.resize(keep);
-  std::sort(b.kept.begin(), b.kept.end(), [](const ThreadSample* x, const ThreadSample* y) {
+  std::sort(b.kept.begin(), b.kept.end(), [](const snapshot::ThreadSample* x, const snapshot::ThreadSample* y) {
     return x->pid != y->pid ? x->pid < y->pid : x->tid < y->tid;
   });
   return b;
@@ -293,9 +293,9 @@ Bound busiest(const Snapshot& s, size_t max_threads) {
 // windows' runs: the counters are scaled by the period over the window, which keeps them
 // monotonic and right over any rate() range of a few seconds or more.
 void observer_metrics(Out& out, const PromScrapeInfo& info) {
-  const CostReading& cost = info.bpf_cost;
-  const bool counting = cost.stats == BpfStats::on;
-  const double scale = cost.sampled ? static_cast<double>(kStatsSamplePeriodNs) / kStatsSampleOnNs : 1.0;
+  const snapshot::CostReading& cost = info.bpf_cost;
+  const bool counting = cost.stats == snapshot::BpfStats::on;
+  const double scale = cost.sampled ? static_cast<double>(snapshot::kStatsSamplePeriodNs) / snapshot::kStatsSampleOnNs : 1.0;
   const auto scaled = [scale](uint64_t n) { return static_cast<uint64_t>(std::llround(static_cast<double>(n) * scale)); };
   out.family("platoon_bpf_stats_enabled", "gauge",
              "1 when the kernel counts BPF run time (platoon samples it unless --no-bpf-stats), so that "
@@ -303,28 +303,28 @@ void observer_metrics(Out& out, const PromScrapeInfo& info) {
   out.bare("platoon_bpf_stats_enabled", counting ? 1.0 : 0.0);
   // Only the programs that have run: a program the target never triggers (epoll_pwait2 of a
   // libevent server) would be three series of zeros.
-  std::vector<const ProgramCost*> ran;
-  for (const ProgramCost& p : cost.programs)
+  std::vector<const snapshot::ProgramCost*> ran;
+  for (const snapshot::ProgramCost& p : cost.programs)
     if (p.run_cnt || p.misses) ran.push_back(&p);
   if (counting && cost.sampled) {
     out.family("platoon_bpf_stats_sampled_seconds_total", "counter",
-               std::string("Time the kernel counted BPF run time: the stats are on ") + kStatsSampleText +
+               std::string("Time the kernel counted BPF run time: the stats are on ") + snapshot::kStatsSampleText +
                    ", and the run counters below are those windows' counts scaled to the whole time.");
     out.bare("platoon_bpf_stats_sampled_seconds_total", static_cast<double>(cost.counted_ns) / 1e9);
   }
   if (counting && !ran.empty()) {
     out.family("platoon_bpf_run_seconds_total", "counter",
                "Time the exporter's BPF programs ran in the kernel, per program (bpf_prog_info run_time_ns).");
-    for (const ProgramCost* p : ran)
+    for (const snapshot::ProgramCost* p : ran)
       out.sample("platoon_bpf_run_seconds_total", fmt::format("program=\"{}\"", prom_escape_label(p->name)),
                  seconds(scaled(p->run_time_ns)));
     out.family("platoon_bpf_runs_total", "counter", "Runs of the exporter's BPF programs, per program.");
-    for (const ProgramCost* p : ran)
+    for (const snapshot::ProgramCost* p : ran)
       out.sample("platoon_bpf_runs_total", fmt::format("program=\"{}\"", prom_escape_label(p->name)),
                  scaled(p->run_cnt));
     out.family("platoon_bpf_recursion_misses_total", "counter",
                "Runs the kernel skipped because the program was already running on that CPU.");
-    for (const ProgramCost* p : ran)
+    for (const snapshot::ProgramCost* p : ran)
       out.sample("platoon_bpf_recursion_misses_total", fmt::format("program=\"{}\"", prom_escape_label(p->name)),
                  p->misses);
   }
@@ -336,7 +336,7 @@ void observer_metrics(Out& out, const PromScrapeInfo& info) {
 struct SelfCounts {
   size_t seen = 0, exported = 0, thread_samples = 0, series_over_limit = 0, processes_live = 0, max_threads = 0;
 };
-void self_metrics(Out& out, const Snapshot& s, const PromScrapeInfo& info, const SelfCounts& n) {
+void self_metrics(Out& out, const snapshot::Snapshot& s, const PromScrapeInfo& info, const SelfCounts& n) {
   struct Scalar {
     const char* name;
     const char* type;
@@ -378,7 +378,7 @@ void self_metrics(Out& out, const Snapshot& s, const PromScrapeInfo& info, const
   }
   observer_metrics(out, info);
   std::string lacks;
-  for (const auto& f : missing_fields(s.fields)) lacks += (lacks.empty() ? "" : " ") + f;
+  for (const auto& f : snapshot::missing_fields(s.fields)) lacks += (lacks.empty() ? "" : " ") + f;
   out.family("platoon_exporter_source_info", "gauge",
              "Where the numbers come from: source bpf or procfs, how it attached, what it lacks.");
   out.sample("platoon_exporter_source_info",
@@ -389,51 +389,51 @@ void self_metrics(Out& out, const Snapshot& s, const PromScrapeInfo& info, const
 
 // Per-CPU counters since boot, in seconds (the rules in scripts/prometheus/ rate() them): the
 // snapshot's own reading of /proc/stat, taken with its threads, in ticks of tick_ns.
-void cpu_families(Out& out, const Snapshot& s) {
+void cpu_families(Out& out, const snapshot::Snapshot& s) {
   if (s.cpus.empty() || s.tick_ns == 0) return;
   struct CpuFamily {
     const char* name;
     const char* help;
-    uint64_t CpuTimes::*ticks;
+    uint64_t snapshot::CpuTimes::*ticks;
   };
   const CpuFamily families[] = {
-      {"platoon_cpu_steal_seconds_total", "Time this (virtual) CPU wanted to run but the hypervisor ran something else (/proc/stat steal).", &CpuTimes::steal},
-      {"platoon_cpu_irq_seconds_total", "Time this CPU spent in hardware interrupt handlers (/proc/stat irq).", &CpuTimes::irq},
-      {"platoon_cpu_softirq_seconds_total", "Time this CPU spent in softirqs: network receive, timers, RCU (/proc/stat softirq).", &CpuTimes::softirq},
+      {"platoon_cpu_steal_seconds_total", "Time this (virtual) CPU wanted to run but the hypervisor ran something else (/proc/stat steal).", &snapshot::CpuTimes::steal},
+      {"platoon_cpu_irq_seconds_total", "Time this CPU spent in hardware interrupt handlers (/proc/stat irq).", &snapshot::CpuTimes::irq},
+      {"platoon_cpu_softirq_seconds_total", "Time this CPU spent in softirqs: network receive, timers, RCU (/proc/stat softirq).", &snapshot::CpuTimes::softirq},
   };
   const double tick = static_cast<double>(s.tick_ns) / 1e9;
   for (const CpuFamily& f : families) {
     out.family(f.name, "counter", f.help);
-    for (const CpuTimes& c : s.cpus)
+    for (const snapshot::CpuTimes& c : s.cpus)
       out.sample(f.name, fmt::format("cpu=\"{}\"", c.cpu), static_cast<double>(c.*f.ticks) * tick);
   }
 }
 
 // The CPU cgroups the targets are in (cpu.stat, cpu.max): raw counts, as the kernel keeps them,
 // so that rate(throttled_periods) / rate(periods) is the throttled share of periods.
-void cgroup_families(Out& out, const Snapshot& s) {
+void cgroup_families(Out& out, const snapshot::Snapshot& s) {
   bool any = false;
-  for (const CgroupCpu& g : s.cgroups) any |= g.version != 0;
+  for (const snapshot::CgroupCpu& g : s.cgroups) any |= g.version != 0;
   if (!any) return;
   struct CgroupFamily {
     const char* name;
     const char* type;
     const char* help;
-    double (*value)(const CgroupCpu&);
+    double (*value)(const snapshot::CgroupCpu&);
   };
   const CgroupFamily families[] = {
       {"platoon_cgroup_periods_total", "counter", "CFS bandwidth enforcement periods that elapsed with the group runnable (cpu.stat nr_periods).",
-       [](const CgroupCpu& g) { return static_cast<double>(g.nr_periods); }},
+       [](const snapshot::CgroupCpu& g) { return static_cast<double>(g.nr_periods); }},
       {"platoon_cgroup_throttled_periods_total", "counter", "Periods in which the group used up its quota and was throttled (cpu.stat nr_throttled).",
-       [](const CgroupCpu& g) { return static_cast<double>(g.nr_throttled); }},
+       [](const snapshot::CgroupCpu& g) { return static_cast<double>(g.nr_throttled); }},
       {"platoon_cgroup_throttled_seconds_total", "counter", "Time the group's runnable tasks were parked by throttling, summed over CPUs (cpu.stat throttled_time / throttled_usec).",
-       [](const CgroupCpu& g) { return static_cast<double>(g.throttled_ns) / 1e9; }},
+       [](const snapshot::CgroupCpu& g) { return static_cast<double>(g.throttled_ns) / 1e9; }},
       {"platoon_cgroup_quota_cpus", "gauge", "The group's CPU quota in CPUs (quota / period); 0: no limit.",
-       [](const CgroupCpu& g) { return g.quota_us > 0 && g.period_us > 0 ? static_cast<double>(g.quota_us) / static_cast<double>(g.period_us) : 0.0; }},
+       [](const snapshot::CgroupCpu& g) { return g.quota_us > 0 && g.period_us > 0 ? static_cast<double>(g.quota_us) / static_cast<double>(g.period_us) : 0.0; }},
   };
   for (const CgroupFamily& f : families) {
     out.family(f.name, f.type, f.help);
-    for (const CgroupCpu& g : s.cgroups)
+    for (const snapshot::CgroupCpu& g : s.cgroups)
       if (g.version != 0) out.sample(f.name, fmt::format("cgroup=\"{}\"", prom_escape_label(g.path)), f.value(g));
   }
 }
@@ -442,7 +442,7 @@ void cgroup_families(Out& out, const Snapshot& s) {
 
 PromExposition::Totals::Totals() : counters(exited_counters().size()) {}
 
-PromExposition::Totals PromExposition::Totals::of(const ThreadSample& t) {
+PromExposition::Totals PromExposition::Totals::of(const snapshot::ThreadSample& t) {
   Totals x;
   x.threads = 1;
   for (size_t i = 0; i < x.counters.size(); ++i) x.counters[i] = exited_counters()[i]->prom.counter(t);
@@ -461,11 +461,11 @@ void PromExposition::Totals::raise_to(const Totals& o) {
 
 void PromExposition::fold(uint32_t pid, const Totals& last) { processes_[pid].exited += last; }
 
-void PromExposition::observe(Snapshot snap, const std::map<uint32_t, std::string>& process_names) {
+void PromExposition::observe(snapshot::Snapshot snap, const std::map<uint32_t, std::string>& process_names) {
   std::map<Key, LiveThread> now_live;
   std::set<Key> exited_now;
   for (auto& [pid, p] : processes_) p.live_threads = 0;
-  for (const ThreadSample& t : snap.threads) {
+  for (const snapshot::ThreadSample& t : snap.threads) {
     Process& p = processes_[t.pid];
     if (t.tid == t.pid && !t.comm.empty() && !t.exited) p.name = t.comm;  // the leader's comm is the process's
     const Key k{t.tid, t.first_seen_ns};
@@ -526,7 +526,7 @@ void PromExposition::render_processes(std::string& text, uint32_t fields) {
     size_t first = 0;  // the family's first counter in Totals::counters
     for (const Family& f : exited_families()) {
       if (shown(fields, f)) {
-        const PromFamily& head = f.front()->prom;
+        const metrics::PromFamily& head = f.front()->prom;
         out.family(head.exited_name, "counter", head.exited_help);
         for (const auto& [p, labels] : procs)
           for (size_t i = 0; i < f.size(); ++i)
@@ -538,13 +538,13 @@ void PromExposition::render_processes(std::string& text, uint32_t fields) {
 }
 
 std::string PromExposition::render(const PromScrapeInfo& info) {
-  const Snapshot& s = snap_;
+  const snapshot::Snapshot& s = snap_;
   std::string text;
   text.reserve(4096 + std::min(s.threads.size(), max_threads_) * 2048);
   const Bound bound = busiest(s, max_threads_);
   std::vector<Row> rows;
   rows.reserve(bound.kept.size());
-  for (const ThreadSample* t : bound.kept) {
+  for (const snapshot::ThreadSample* t : bound.kept) {
     auto it = processes_.find(t->pid);
     const std::string_view process = it == processes_.end() ? std::string_view() : std::string_view(it->second.name);
     rows.push_back({t, fmt::format("pid=\"{}\",process=\"{}\",thread=\"{}\",tid=\"{}\"", t->pid,
@@ -563,4 +563,4 @@ std::string PromExposition::render(const PromScrapeInfo& info) {
   return text;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

@@ -25,7 +25,7 @@
 #include "bpf/snapshot/bpf_cost.hpp"
 #include "bpf/snapshot/snapshot.hpp"
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 // What the exporter knows beyond the snapshot, for its self-metrics.
 struct PromScrapeInfo {
@@ -34,7 +34,7 @@ struct PromScrapeInfo {
   uint64_t snapshots = 0;           // snapshots taken so far (scrapes and housekeeping)
   // What the exporter itself costs: its BPF programs' cumulative counters (exported only when
   // the kernel counts, platoon_bpf_stats_enabled 1) and its own CPU time.
-  CostReading bpf_cost;
+  snapshot::CostReading bpf_cost;
   double self_cpu_seconds = 0;
 };
 
@@ -50,7 +50,7 @@ class PromExposition {
   // Takes the newest snapshot: folds threads that exited (or vanished) since the last one into
   // their process's exited counters. process_names: pid → process name (/proc/PID/comm) where
   // the caller knows it; otherwise the leader thread's comm, otherwise the name seen before.
-  void observe(Snapshot snap, const std::map<uint32_t, std::string>& process_names = {});
+  void observe(snapshot::Snapshot snap, const std::map<uint32_t, std::string>& process_names = {});
 
   // The exposition of the last observed snapshot. Not const: it marks dead processes as shown,
   // so the next observe() may drop them.
@@ -73,7 +73,7 @@ class PromExposition {
     uint64_t threads = 0;
     std::vector<uint64_t> counters;
     Totals();
-    static Totals of(const ThreadSample& t);
+    static Totals of(const snapshot::ThreadSample& t);
     Totals& operator+=(const Totals& o);
     void raise_to(const Totals& o);  // each counter to the larger of the two
   };
@@ -95,10 +95,10 @@ class PromExposition {
   void render_processes(std::string& text, uint32_t fields);
 
   size_t max_threads_;
-  Snapshot snap_;                           // the last observed snapshot
+  snapshot::Snapshot snap_;                 // the last observed snapshot
   std::map<Key, LiveThread> live_;          // every live thread's last values, for folding
   std::set<Key> exited_folded_;             // exited reports folded by the last observe
   std::map<uint32_t, Process> processes_;
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

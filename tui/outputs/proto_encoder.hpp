@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 class ProtoMessage {
  public:
@@ -59,4 +59,4 @@ class ProtoMessage {
   std::string bytes_;
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

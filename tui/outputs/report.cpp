@@ -13,26 +13,26 @@
 
 #include "tui/metrics/catalog.hpp"
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 namespace {
 
 using Out = std::back_insert_iterator<std::string>;
-using Threads = std::vector<const ThreadWindow*>;
+using Threads = std::vector<const analysis::ThreadWindow*>;
 
 // ---- shared: the catalog's metrics (tui/metrics/catalog.hpp) in the single report and --vs ----
 
-using Metrics = std::vector<const Metric*>;
+using Metrics = std::vector<const metrics::Metric*>;
 
 // The compared metrics (--vs rows and ratios, process JSON) in their report order.
 const Metrics& compared() {
-  static const Metrics m = report_metrics();
+  static const Metrics m = metrics::report_metrics();
   return m;
 }
 const Metrics& thread_columns() {
   static const Metrics m = [] {
     Metrics v;
-    for (const Metric* x : compared())
+    for (const metrics::Metric* x : compared())
       if (x->report.thread_table) v.push_back(x);
     return v;
   }();
@@ -41,7 +41,7 @@ const Metrics& thread_columns() {
 const Metrics& process_columns() {
   static const Metrics m = [] {
     Metrics v;
-    for (const Metric* x : compared())
+    for (const metrics::Metric* x : compared())
       if (x->process) v.push_back(x);
     return v;
   }();
@@ -54,11 +54,11 @@ std::string fmt_opt(std::optional<double> v, int decimals = 1) {
 }
 
 std::string hist_label(uint32_t slot) {
-  return slot + 1 >= static_cast<uint32_t>(kBatchSlots) ? fmt::format("{}+", slot) : std::to_string(slot);
+  return slot + 1 >= static_cast<uint32_t>(snapshot::kBatchSlots) ? fmt::format("{}+", slot) : std::to_string(slot);
 }
 
 // "0:4% 1:20% 2:28% 3+:48%": the first slots that hold most calls, the rest lumped together.
-std::string compact_hist(const Slots& slots) {
+std::string compact_hist(const analysis::Slots& slots) {
   uint64_t total = 0;
   for (auto& s : slots) total += s.second;
   if (total == 0) return "-";
@@ -79,7 +79,7 @@ std::string compact_hist(const Slots& slots) {
 
 // Text shows every thread, by pid then tid, except that a process with more than `max` threads
 // shows its `max` busiest (run + wait); the count left out is returned per pid.
-Threads select_threads(const Window& w, size_t max, std::map<uint32_t, size_t>* left_out) {
+Threads select_threads(const analysis::Window& w, size_t max, std::map<uint32_t, size_t>* left_out) {
   std::map<uint32_t, Threads> by_pid;
   for (const auto& t : w.threads) by_pid[t.pid].push_back(&t);
   Threads out;
@@ -95,15 +95,15 @@ Threads select_threads(const Window& w, size_t max, std::map<uint32_t, size_t>* 
   return out;
 }
 
-std::string thread_mark(const ThreadWindow& t) {
+std::string thread_mark(const analysis::ThreadWindow& t) {
   return t.born && t.exited ? "new, exited" : t.born ? "new" : t.exited ? "exited" : "";
 }
 
 // ---- text: one function per table ----
 
-void text_header(Out o, const ReportHeader& h, const Window& w) {
+void text_header(Out o, const ReportHeader& h, const analysis::Window& w) {
   if (!h.file.empty()) fmt::format_to(o, "platoon report  {}\n", h.file);
-  auto lacks = missing_fields(h.fields);
+  auto lacks = snapshot::missing_fields(h.fields);
   fmt::format_to(o, "source: {}", to_string(h.source));
   if (!lacks.empty()) fmt::format_to(o, " (lacks: {})", fmt::join(lacks, ", "));
   fmt::format_to(o, "\n");
@@ -118,17 +118,17 @@ void text_header(Out o, const ReportHeader& h, const Window& w) {
 
 // Right-aligned cells after the fixed columns, each at its metric's report width.
 void cells(Out o, const Metrics& ms, auto cell) {
-  for (const Metric* m : ms) fmt::format_to(o, " {:>{}}", cell(*m), m->report.width);
+  for (const metrics::Metric* m : ms) fmt::format_to(o, " {:>{}}", cell(*m), m->report.width);
 }
 
-void text_threads(Out o, const Window& w, const Threads& ts, const std::map<uint32_t, size_t>& left_out) {
+void text_threads(Out o, const analysis::Window& w, const Threads& ts, const std::map<uint32_t, size_t>& left_out) {
   fmt::format_to(o, "\nThreads (pidstat -u -w over the window)\n");
   fmt::format_to(o, "{:>8} {:>8}  {:<16}", "PID", "TID", "NAME");
-  cells(o, thread_columns(), [](const Metric& m) { return m.report.title; });
+  cells(o, thread_columns(), [](const metrics::Metric& m) { return m.report.title; });
   fmt::format_to(o, "\n");
-  for (const ThreadWindow* t : ts) {
+  for (const analysis::ThreadWindow* t : ts) {
     fmt::format_to(o, "{:>8} {:>8}  {:<16}", t->pid, t->tid, t->comm);
-    cells(o, thread_columns(), [&](const Metric& m) { return fmt_opt(value_of(m, w, *t), m.report.decimals); });
+    cells(o, thread_columns(), [&](const metrics::Metric& m) { return fmt_opt(value_of(m, w, *t), m.report.decimals); });
     fmt::format_to(o, "  {}\n", thread_mark(*t));
   }
   for (auto [pid, n] : left_out) {
@@ -136,22 +136,22 @@ void text_threads(Out o, const Window& w, const Threads& ts, const std::map<uint
   }
 }
 
-void text_processes(Out o, const Window& w) {
+void text_processes(Out o, const analysis::Window& w) {
   fmt::format_to(o, "\nProcesses (sums over their threads; one core = 100%)\n");
   fmt::format_to(o, "{:>8}  {:<16} {:>7}", "PID", "NAME", "threads");
   cells(o, process_columns(),
-        [](const Metric& m) { return m.report.process_title ? m.report.process_title : m.report.title; });
+        [](const metrics::Metric& m) { return m.report.process_title ? m.report.process_title : m.report.title; });
   fmt::format_to(o, "\n");
   for (const auto& p : w.processes) {
     fmt::format_to(o, "{:>8}  {:<16} {:>7}", p.pid, p.comm, p.threads);
     cells(o, process_columns(),
-          [&](const Metric& m) { return fmt_opt(process_value_of(m, w, p), m.report.decimals); });
+          [&](const metrics::Metric& m) { return fmt_opt(process_value_of(m, w, p), m.report.decimals); });
     fmt::format_to(o, "\n");
   }
 }
 
-void text_cpu_distribution(Out o, const Window& w, const Threads& ts) {
-  if (!w.has(kFieldCpuDist)) return;
+void text_cpu_distribution(Out o, const analysis::Window& w, const Threads& ts) {
+  if (!w.has(snapshot::kFieldCpuDist)) return;
   std::set<uint32_t> cpus;
   bool other = false;  // switch-ins on CPUs beyond the kernel's per-thread slots (cpu_overflow)
   for (auto* t : ts) {
@@ -175,8 +175,8 @@ void text_cpu_distribution(Out o, const Window& w, const Threads& ts) {
   }
 }
 
-void text_runq(Out o, const Window& w, const Threads& ts) {
-  if (!w.has(kFieldRunqHist)) return;
+void text_runq(Out o, const analysis::Window& w, const Threads& ts) {
+  if (!w.has(snapshot::kFieldRunqHist)) return;
   fmt::format_to(o, "\nRun-queue latency (us, wakeup or preemption to switch-in)\n");
   fmt::format_to(o, "{:>8}  {:<16} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "TID", "NAME", "samples", "p50", "p90", "p99", "max");
   for (auto* t : ts) {
@@ -187,8 +187,8 @@ void text_runq(Out o, const Window& w, const Threads& ts) {
   }
 }
 
-void text_io(Out o, const Window& w, const Threads& ts) {
-  if (!w.has(kFieldIo) || std::none_of(ts.begin(), ts.end(), [](auto* t) { return t->io.has_value(); })) return;
+void text_io(Out o, const analysis::Window& w, const Threads& ts) {
+  if (!w.has(snapshot::kFieldIo) || std::none_of(ts.begin(), ts.end(), [](auto* t) { return t->io.has_value(); })) return;
   fmt::format_to(o, "\nIO (epoll wait calls: events returned per call)\n");
   fmt::format_to(o, "{:>8}  {:<16} {:>10} {:>9} {:>12} {:>9}  {}\n", "TID", "NAME", "cycles", "cycles/s", "events/cycle",
                  "blocked%", "events per call: share of calls");
@@ -200,8 +200,8 @@ void text_io(Out o, const Window& w, const Threads& ts) {
   }
 }
 
-void text_drain(Out o, const Window& w, const Threads& ts) {
-  if (!w.has(kFieldDrain) || std::none_of(ts.begin(), ts.end(), [](auto* t) { return t->drain.has_value(); })) return;
+void text_drain(Out o, const analysis::Window& w, const Threads& ts) {
+  if (!w.has(snapshot::kFieldDrain) || std::none_of(ts.begin(), ts.end(), [](auto* t) { return t->drain.has_value(); })) return;
   fmt::format_to(o, "\nQueue depth at drain (runnable fibers when a carrier starts draining)\n");
   fmt::format_to(o, "{:>8}  {:<16} {:>10} {:>9} {:>12} {:>8}  {}\n", "TID", "NAME", "drains", "depth avg", "fibers/drain",
                  "steals", "depth: share of drains");
@@ -213,8 +213,8 @@ void text_drain(Out o, const Window& w, const Threads& ts) {
   }
 }
 
-void text_peers(Out o, const Window& w, const Threads& ts) {
-  if (!w.has(kFieldPairs)) return;
+void text_peers(Out o, const analysis::Window& w, const Threads& ts) {
+  if (!w.has(snapshot::kFieldPairs)) return;
   auto table = [&](const char* title, bool preempt) {
     bool any = false;
     for (auto* t : ts) {
@@ -250,7 +250,7 @@ void num(Writer& j, std::optional<double> v) {
 void u64(Writer& j, uint64_t v) { j.Uint64(v); }
 void str(Writer& j, const std::string& s) { j.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); }
 
-void json_slots(Writer& j, const Slots& slots) {
+void json_slots(Writer& j, const analysis::Slots& slots) {
   j.StartArray();
   for (auto& [slot, count] : slots) {
     j.StartArray();
@@ -261,7 +261,7 @@ void json_slots(Writer& j, const Slots& slots) {
   j.EndArray();
 }
 
-void json_peers(Writer& j, const std::vector<Peer>& peers, bool with_ns) {
+void json_peers(Writer& j, const std::vector<analysis::Peer>& peers, bool with_ns) {
   j.StartArray();
   for (const auto& p : peers) {
     j.StartObject();
@@ -286,8 +286,8 @@ void json_cost(Writer& j, const ReportHeader& h) {
     j.EndObject();
     return;
   }
-  const ObserverCost& c = *h.cost;
-  const bool bpf = c.stats == BpfStats::on;
+  const analysis::ObserverCost& c = *h.cost;
+  const bool bpf = c.stats == snapshot::BpfStats::on;
   j.Key("bpf_stats"), j.String(to_string(c.stats));
   j.Key("bpf_stats_why"), str(j, c.why);
   j.Key("wall_s"), num(j, c.wall_s);
@@ -298,7 +298,7 @@ void json_cost(Writer& j, const ReportHeader& h) {
   j.Key("bpf_runs"), bpf ? j.Uint64(c.bpf_runs) : j.Null();
   j.Key("bpf_run_ns"), bpf ? j.Uint64(c.bpf_run_ns) : j.Null();
   j.Key("programs"), j.StartArray();
-  for (const ProgramRate& p : c.programs) {
+  for (const analysis::ProgramRate& p : c.programs) {
     j.StartObject();
     j.Key("name"), str(j, p.name);
     j.Key("runs"), u64(j, p.runs);
@@ -314,21 +314,21 @@ void json_cost(Writer& j, const ReportHeader& h) {
   j.EndObject();
 }
 
-void json_thread(Writer& j, const Window& w, const ThreadWindow& t) {
+void json_thread(Writer& j, const analysis::Window& w, const analysis::ThreadWindow& t) {
   j.StartObject();
   j.Key("tid"), j.Uint(t.tid);
   j.Key("pid"), j.Uint(t.pid);
   j.Key("comm"), str(j, t.comm);
   j.Key("new"), j.Bool(t.born);
   j.Key("exited"), j.Bool(t.exited);
-  for (const Metric* m : json_metrics()) {  // the plain quantities; the objects below are special
-    const Value v = value_of(*m, w, t);
+  for (const metrics::Metric* m : metrics::json_metrics()) {  // the plain quantities; the objects below are special
+    const metrics::Value v = metrics::value_of(*m, w, t);
     if (!v) continue;  // the source lacks it: left out, never 0
     j.Key(m->key);
     if (m->json.integer) u64(j, static_cast<uint64_t>(*v));
     else num(j, *v);
   }
-  if (w.has(kFieldCpuDist)) {
+  if (w.has(snapshot::kFieldCpuDist)) {
     j.Key("cpu_distribution"), j.StartObject();
     for (auto& [cpu, pct] : t.cpu_distribution) j.Key(std::to_string(cpu).c_str()), num(j, pct);
     if (t.cpu_other_pct > 0) j.Key("other"), num(j, t.cpu_other_pct);  // CPUs beyond the per-thread slots
@@ -364,14 +364,14 @@ void json_thread(Writer& j, const Window& w, const ThreadWindow& t) {
     j.Key("stolen_fibers"), u64(j, t.drain->stolen_fibers);
     j.EndObject();
   }
-  if (w.has(kFieldPairs)) {
+  if (w.has(snapshot::kFieldPairs)) {
     j.Key("preempted_by"), json_peers(j, t.preempted_by, true);
     j.Key("woken_by"), json_peers(j, t.woken_by, false);
   }
   j.EndObject();
 }
 
-void json_process(Writer& j, const Window& w, const ProcessWindow& p) {
+void json_process(Writer& j, const analysis::Window& w, const analysis::ProcessWindow& p) {
   j.StartObject();
   j.Key("pid"), j.Uint(p.pid);
   j.Key("comm"), str(j, p.comm);
@@ -381,16 +381,16 @@ void json_process(Writer& j, const Window& w, const ProcessWindow& p) {
   j.Key("switches_voluntary"), u64(j, p.switches_voluntary);
   j.Key("switches_involuntary"), u64(j, p.switches_involuntary);
   j.Key("migrations"), u64(j, p.migrations);
-  for (const Metric* m : process_columns()) {
+  for (const metrics::Metric* m : process_columns()) {
     auto v = process_value_of(*m, w, p);
     if (v) j.Key(m->key), num(j, v);
   }
-  if (w.has(kFieldIo)) j.Key("io_cycles"), u64(j, p.io_cycles), j.Key("io_events"), u64(j, p.io_events);
-  if (w.has(kFieldDrain)) j.Key("drains"), u64(j, p.drains);
+  if (w.has(snapshot::kFieldIo)) j.Key("io_cycles"), u64(j, p.io_cycles), j.Key("io_events"), u64(j, p.io_events);
+  if (w.has(snapshot::kFieldDrain)) j.Key("drains"), u64(j, p.drains);
   j.EndObject();
 }
 
-void json_report(Writer& j, const ReportHeader& h, const Window& w) {
+void json_report(Writer& j, const ReportHeader& h, const analysis::Window& w) {
   j.StartObject();
   j.Key("file"), str(j, h.file);
   j.Key("duration_s"), num(j, h.duration_s);
@@ -404,7 +404,7 @@ void json_report(Writer& j, const ReportHeader& h, const Window& w) {
   j.Key("lost_targets"), u64(j, w.losses.lost_targets);
   j.EndObject();
   j.Key("fields_missing"), j.StartArray();
-  for (const auto& f : missing_fields(h.fields)) str(j, f);
+  for (const auto& f : snapshot::missing_fields(h.fields)) str(j, f);
   j.EndArray();
   j.Key("notes"), j.StartArray();
   for (const auto& n : h.notes) str(j, n);
@@ -430,11 +430,11 @@ void setup(Writer& j, const ReportOptions& opt) {
 
 // ---- --vs ----
 
-std::vector<std::pair<const ProcessWindow*, const ProcessWindow*>> match_processes(const Window& a, const Window& b) {
-  std::vector<std::pair<const ProcessWindow*, const ProcessWindow*>> out;
+std::vector<std::pair<const analysis::ProcessWindow*, const analysis::ProcessWindow*>> match_processes(const analysis::Window& a, const analysis::Window& b) {
+  std::vector<std::pair<const analysis::ProcessWindow*, const analysis::ProcessWindow*>> out;
   std::vector<bool> used(b.processes.size());
   for (const auto& pa : a.processes) {  // by comm, then by order
-    const ProcessWindow* match = nullptr;
+    const analysis::ProcessWindow* match = nullptr;
     for (size_t i = 0; i < b.processes.size() && !match; ++i) {
       if (!used[i] && b.processes[i].comm == pa.comm) used[i] = true, match = &b.processes[i];
     }
@@ -450,14 +450,14 @@ std::vector<std::pair<const ProcessWindow*, const ProcessWindow*>> match_process
 }
 
 template <typename T, typename Get>
-std::pair<std::optional<double>, std::optional<double>> values(const Window& wa, const T* a, const Window& wb, const T* b,
+std::pair<std::optional<double>, std::optional<double>> values(const analysis::Window& wa, const T* a, const analysis::Window& wb, const T* b,
                                                               Get get) {
   return {a ? get(wa, *a) : std::nullopt, b ? get(wb, *b) : std::nullopt};
 }
 
 void text_compare_block(Out o, const std::string& title, auto get_a, auto get_b) {
   fmt::format_to(o, "\n{}\n  {:<16} {:>12} {:>12} {:>8}\n", title, "metric", "A", "B", "B/A");
-  for (const Metric* m : compared()) {
+  for (const metrics::Metric* m : compared()) {
     auto a = get_a(*m), b = get_b(*m);
     if (!a && !b) continue;  // neither source has it: no row
     fmt::format_to(o, "  {:<16} {:>12} {:>12} {:>8}\n", m->report.title, fmt_opt(a, 2), fmt_opt(b, 2),
@@ -478,7 +478,7 @@ std::string strip_trailing_blanks(const std::string& s) {
   return out;
 }
 
-std::string side_name(const ThreadWindow* t) { return t ? fmt::format("{} ({})", t->comm, t->tid) : "-"; }
+std::string side_name(const analysis::ThreadWindow* t) { return t ? fmt::format("{} ({})", t->comm, t->tid) : "-"; }
 
 }  // namespace
 
@@ -489,7 +489,7 @@ std::string observer_cost_line(const ReportHeader& h) {
   return fmt::format("observer cost: {} over {:.1f} s", cost_summary(*h.cost), h.cost->wall_s);
 }
 
-ReportHeader header_for(const Window& w, std::string file) {
+ReportHeader header_for(const analysis::Window& w, std::string file) {
   ReportHeader h;
   h.file = std::move(file);
   h.source = w.source;
@@ -504,7 +504,7 @@ std::optional<double> ratio(std::optional<double> a, std::optional<double> b) {
   return *b / *a;
 }
 
-std::vector<ThreadMatch> match_threads(const Window& a, const Window& b) {
+std::vector<ThreadMatch> match_threads(const analysis::Window& a, const analysis::Window& b) {
   std::vector<ThreadMatch> out;
   std::vector<bool> used_a(a.threads.size()), used_b(b.threads.size());
   for (size_t i = 0; i < a.threads.size(); ++i) {  // n-th of a comm in A with the n-th in B
@@ -520,7 +520,7 @@ std::vector<ThreadMatch> match_threads(const Window& a, const Window& b) {
   for (size_t i = 0; i < a.threads.size(); ++i) {
     if (used_a[i]) continue;
     while (k < b.threads.size() && used_b[k]) ++k;
-    const ThreadWindow* tb = k < b.threads.size() ? &b.threads[k] : nullptr;
+    const analysis::ThreadWindow* tb = k < b.threads.size() ? &b.threads[k] : nullptr;
     if (tb) used_b[k] = true;
     out.emplace_back(&a.threads[i], tb);
   }
@@ -530,7 +530,7 @@ std::vector<ThreadMatch> match_threads(const Window& a, const Window& b) {
   return out;
 }
 
-std::string report_text(const ReportHeader& h, const Window& w, const ReportOptions& opt) {
+std::string report_text(const ReportHeader& h, const analysis::Window& w, const ReportOptions& opt) {
   std::string s;
   Out o(s);
   std::map<uint32_t, size_t> left_out;
@@ -549,7 +549,7 @@ std::string report_text(const ReportHeader& h, const Window& w, const ReportOpti
   return strip_trailing_blanks(s);
 }
 
-std::string report_json(const ReportHeader& h, const Window& w, const ReportOptions& opt) {
+std::string report_json(const ReportHeader& h, const analysis::Window& w, const ReportOptions& opt) {
   rapidjson::StringBuffer sb;
   Writer j(sb);
   setup(j, opt);
@@ -561,7 +561,7 @@ std::string compare_text(Side a, Side b, const ReportOptions& opt) {
   std::string s;
   Out o(s);
   for (auto [name, side] : {std::pair{"A", a}, std::pair{"B", b}}) {
-    const auto lacks = missing_fields(side.header.fields);
+    const auto lacks = snapshot::missing_fields(side.header.fields);
     fmt::format_to(o, "{}: {}  source: {}{}  duration {:.2f} s  lost events {}\n", name,
                    side.header.file.empty() ? "-" : side.header.file, to_string(side.header.source),
                    lacks.empty() ? "" : fmt::format(" (lacks: {})", fmt::join(lacks, ", ")), side.header.duration_s,
@@ -581,22 +581,22 @@ std::string compare_text(Side a, Side b, const ReportOptions& opt) {
     fmt::format_to(o, "({} less busy thread pairs left out; --format json lists all)\n", left);
   }
   for (const ThreadMatch& match : matches) {
-    const ThreadWindow* ta = match.first;  // not structured bindings: clang 14 cannot capture them
-    const ThreadWindow* tb = match.second;
+    const analysis::ThreadWindow* ta = match.first;  // not structured bindings: clang 14 cannot capture them
+    const analysis::ThreadWindow* tb = match.second;
     const std::string title = ta && tb && ta->comm == tb->comm ? fmt::format("{} (A {} / B {})", ta->comm, ta->tid, tb->tid)
                                                               : fmt::format("A {} / B {}", side_name(ta), side_name(tb));
     text_compare_block(
-        o, title, [&](const Metric& m) { return ta ? value_of(m, a.window, *ta) : std::nullopt; },
-        [&](const Metric& m) { return tb ? value_of(m, b.window, *tb) : std::nullopt; });
+        o, title, [&](const metrics::Metric& m) { return ta ? value_of(m, a.window, *ta) : std::nullopt; },
+        [&](const metrics::Metric& m) { return tb ? value_of(m, b.window, *tb) : std::nullopt; });
   }
   for (const auto& match : match_processes(a.window, b.window)) {
-    const ProcessWindow* pa = match.first;
-    const ProcessWindow* pb = match.second;
+    const analysis::ProcessWindow* pa = match.first;
+    const analysis::ProcessWindow* pb = match.second;
     const std::string title = fmt::format("process totals: A {} ({}) / B {} ({})", pa ? pa->comm : "-", pa ? pa->pid : 0,
                                           pb ? pb->comm : "-", pb ? pb->pid : 0);
     text_compare_block(
-        o, title, [&](const Metric& m) { return pa ? process_value_of(m, a.window, *pa) : std::nullopt; },
-        [&](const Metric& m) { return pb ? process_value_of(m, b.window, *pb) : std::nullopt; });
+        o, title, [&](const metrics::Metric& m) { return pa ? process_value_of(m, a.window, *pa) : std::nullopt; },
+        [&](const metrics::Metric& m) { return pb ? process_value_of(m, b.window, *pb) : std::nullopt; });
   }
   return strip_trailing_blanks(s);
 }
@@ -615,7 +615,7 @@ std::string compare_json(Side a, Side b, const ReportOptions& opt) {
     j.Key("comm"), str(j, ta ? ta->comm : tb->comm);
     j.Key("a_tid"), ta ? j.Uint(ta->tid) : j.Null();
     j.Key("b_tid"), tb ? j.Uint(tb->tid) : j.Null();
-    for (const Metric* m : compared()) {
+    for (const metrics::Metric* m : compared()) {
       auto [va, vb] = values(a.window, ta, b.window, tb, [m](auto& w, auto& t) { return value_of(*m, w, t); });
       j.Key(m->key), num(j, ratio(va, vb));
     }
@@ -628,7 +628,7 @@ std::string compare_json(Side a, Side b, const ReportOptions& opt) {
     j.Key("comm"), str(j, pa ? pa->comm : pb->comm);
     j.Key("a_pid"), pa ? j.Uint(pa->pid) : j.Null();
     j.Key("b_pid"), pb ? j.Uint(pb->pid) : j.Null();
-    for (const Metric* m : compared()) {
+    for (const metrics::Metric* m : compared()) {
       auto [va, vb] = values(a.window, pa, b.window, pb, [m](auto& w, auto& p) { return process_value_of(*m, w, p); });
       j.Key(m->key), num(j, ratio(va, vb));
     }
@@ -640,4 +640,4 @@ std::string compare_json(Side a, Side b, const ReportOptions& opt) {
   return finish(sb);
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

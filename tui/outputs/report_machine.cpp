@@ -6,7 +6,7 @@
 #include <iterator>
 #include <string_view>
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 namespace {
 
@@ -19,25 +19,25 @@ void num(Writer& j, double v, int decimals = 3) {
 }
 
 // A cause's column: its label and a space, and at least room for "100.00".
-size_t cause_width(const WaitCause& c) { return std::max<size_t>(7, std::string_view(c.label).size() + 1); }
+size_t cause_width(const analysis::WaitCause& c) { return std::max<size_t>(7, std::string_view(c.label).size() + 1); }
 
 }  // namespace
 
-std::string text_wait_split(const Window& w, const std::vector<const ThreadWindow*>& threads) {
-  if (!w.has(kFieldWaitSplit)) return {};
-  std::vector<const ThreadWindow*> waited;
+std::string text_wait_split(const analysis::Window& w, const std::vector<const analysis::ThreadWindow*>& threads) {
+  if (!w.has(snapshot::kFieldWaitSplit)) return {};
+  std::vector<const analysis::ThreadWindow*> waited;
   std::copy_if(threads.begin(), threads.end(), std::back_inserter(waited), [](auto* t) { return t->wait_pct >= 0.05; });
   if (waited.empty()) return {};
   std::string s;
   auto o = std::back_inserter(s);
   fmt::format_to(o, "\nWait by cause (% of wall time; contended = behind other tasks)\n");
   fmt::format_to(o, "{:>8}  {:<16} {:>7}", "TID", "NAME", "%wait");
-  for (const WaitCause& c : kWaitCauses) fmt::format_to(o, " {:>{}}", c.label, cause_width(c));
+  for (const analysis::WaitCause& c : analysis::kWaitCauses) fmt::format_to(o, " {:>{}}", c.label, cause_width(c));
   fmt::format_to(o, "\n");
   for (auto* t : waited) {
     fmt::format_to(o, "{:>8}  {:<16} {:>7.2f}", t->tid, t->comm, t->wait_pct);
     // A part the source does not measure is "-" (the source line says what it lacks).
-    for (const WaitCause& c : kWaitCauses)
+    for (const analysis::WaitCause& c : analysis::kWaitCauses)
       fmt::format_to(o, " {:>{}}", measured(c, w.fields) ? fmt::format("{:.2f}", t->wait_split.*c.pct) : "-",
                      cause_width(c));
     fmt::format_to(o, "\n");
@@ -45,26 +45,26 @@ std::string text_wait_split(const Window& w, const std::vector<const ThreadWindo
   return s;
 }
 
-std::string text_cpus(const Window& w) {
+std::string text_cpus(const analysis::Window& w) {
   if (w.cpus.empty()) return {};
   std::string s;
   auto o = std::back_inserter(s);
   fmt::format_to(o, "\nCPUs (/proc/stat over the window: % of each CPU's time)\n");
   fmt::format_to(o, "{:>5} {:>7} {:>7} {:>8} {:>7} {:>7}\n", "CPU", "busy", "steal", "irq", "softirq", "idle");
-  for (const CpuWindow& c : w.cpus)
+  for (const analysis::CpuWindow& c : w.cpus)
     fmt::format_to(o, "{:>5} {:>7.1f} {:>7.2f} {:>8.2f} {:>7.2f} {:>7.1f}\n", c.cpu, c.busy_pct, c.steal_pct, c.irq_pct,
                    c.softirq_pct, c.idle_pct);
   return s;
 }
 
-std::string text_cgroups(const Window& w) {
+std::string text_cgroups(const analysis::Window& w) {
   if (w.cgroups.empty()) return {};
   std::string s;
   auto o = std::back_inserter(s);
   fmt::format_to(o, "\nCPU cgroups (cpu.stat over the window)\n");
   fmt::format_to(o, "{:<32} {:>3} {:>11} {:>8} {:>10} {:>10} {:>12} {:>7}\n", "CGROUP", "v", "quota CPUs", "periods",
                  "throttled", "throttl%", "throttled ms", "threads");
-  for (const CgroupWindow& g : w.cgroups) {
+  for (const analysis::CgroupWindow& g : w.cgroups) {
     if (g.version == 0) {
       fmt::format_to(o, "{:<32} {:>3} {}\n", g.path, "-", "(unreadable: no cpu controller file for it)");
       continue;
@@ -76,9 +76,9 @@ std::string text_cgroups(const Window& w) {
   return s;
 }
 
-void json_cpus(Writer& j, const Window& w) {
+void json_cpus(Writer& j, const analysis::Window& w) {
   j.StartArray();
-  for (const CpuWindow& c : w.cpus) {
+  for (const analysis::CpuWindow& c : w.cpus) {
     j.StartObject();
     j.Key("cpu"), j.Uint(c.cpu);
     j.Key("busy_pct"), num(j, c.busy_pct);
@@ -94,9 +94,9 @@ void json_cpus(Writer& j, const Window& w) {
   j.EndArray();
 }
 
-void json_cgroups(Writer& j, const Window& w) {
+void json_cgroups(Writer& j, const analysis::Window& w) {
   j.StartArray();
-  for (const CgroupWindow& g : w.cgroups) {
+  for (const analysis::CgroupWindow& g : w.cgroups) {
     j.StartObject();
     j.Key("path"), str(j, g.path);
     j.Key("version"), j.Uint(g.version);
@@ -115,4 +115,4 @@ void json_cgroups(Writer& j, const Window& w) {
   j.EndArray();
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

@@ -11,15 +11,15 @@
 
 #include "tui/analysis/window.hpp"
 
-namespace platoon::model {
+namespace platoon::outputs {
 
 // Text sections (each "" when the window has nothing for it), in report order.
-std::string text_wait_split(const Window& w, const std::vector<const ThreadWindow*>& threads);
-std::string text_cpus(const Window& w);
-std::string text_cgroups(const Window& w);
+std::string text_wait_split(const analysis::Window& w, const std::vector<const analysis::ThreadWindow*>& threads);
+std::string text_cpus(const analysis::Window& w);
+std::string text_cgroups(const analysis::Window& w);
 
 // JSON: the report's "cpus" and "cgroups" arrays (empty arrays when not read).
-void json_cpus(rapidjson::PrettyWriter<rapidjson::StringBuffer>& j, const Window& w);
-void json_cgroups(rapidjson::PrettyWriter<rapidjson::StringBuffer>& j, const Window& w);
+void json_cpus(rapidjson::PrettyWriter<rapidjson::StringBuffer>& j, const analysis::Window& w);
+void json_cgroups(rapidjson::PrettyWriter<rapidjson::StringBuffer>& j, const analysis::Window& w);
 
-}  // namespace platoon::model
+}  // namespace platoon::outputs

@@ -15,7 +15,7 @@
 
 #include "tui/trace/trace_format.hpp"
 
-namespace platoon::model {
+namespace platoon::trace {
 
 // Appends the format's primitives: fixed little-endian integers, LEB128 varints (most counters
 // are small, histograms mostly zero: one byte each), length-prefixed strings.
@@ -133,4 +133,4 @@ class ByteReader {
   bool ok_ = true;
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

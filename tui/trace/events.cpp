@@ -1,6 +1,6 @@
 #include "tui/trace/events.hpp"
 
-namespace platoon::model {
+namespace platoon::trace {
 namespace {
 
 // The record as T, handed to call; false when the record is too short for T.
@@ -63,4 +63,4 @@ void EventReader::release(uint64_t upto_ns, EventVisitor& visitor) {
   }
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

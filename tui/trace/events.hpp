@@ -17,7 +17,7 @@
 #include "bpf/platoon.h"
 #include "tui/trace/trace_format.hpp"  // event_record_size
 
-namespace platoon::model {
+namespace platoon::trace {
 
 // A record as its struct (memcpy: records in a byte buffer need not be aligned for T).
 template <class T>
@@ -112,4 +112,4 @@ class EventReader {
   EventReaderStats stats_;
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

@@ -2,7 +2,7 @@
 
 #include <span>
 
-namespace platoon::model {
+namespace platoon::trace {
 namespace {
 
 // What a replay keeps: the reader's caps applied to what its callbacks deliver (the reader
@@ -14,7 +14,7 @@ struct Budget {
   uint64_t kept_snapshot_bytes = 0;
   uint64_t kept_event_bytes = 0;
 
-  bool take_snapshot(const Snapshot& s, TraceContents& c) {
+  bool take_snapshot(const snapshot::Snapshot& s, TraceContents& c) {
     const uint64_t bytes = snapshot_bytes(s);
     if (c.cut_snapshots || bytes > kKeepSnapshotBytes - kept_snapshot_bytes) {
       ++c.cut_snapshots;
@@ -48,7 +48,7 @@ std::unique_ptr<ReplaySource> ReplaySource::open(const std::string& path, std::s
     const auto* p = static_cast<const uint8_t*>(rec);
     pending.insert(pending.end(), p, p + size);
   };
-  ro.on_snapshot = [&](Snapshot&& s) {
+  ro.on_snapshot = [&](snapshot::Snapshot&& s) {
     if (!budget.take_snapshot(s, cuts)) return;
     r->steps_.push_back(Step{std::move(pending), std::move(s)});
     pending.clear();
@@ -74,7 +74,7 @@ std::unique_ptr<ReplaySource> ReplaySource::open_streaming(const std::string& pa
     const auto* p = static_cast<const uint8_t*>(rec);
     self->pending_.insert(self->pending_.end(), p, p + size);
   };
-  ro.on_snapshot = [self](Snapshot&& s) {
+  ro.on_snapshot = [self](snapshot::Snapshot&& s) {
     self->steps_.push_back(Step{std::move(self->pending_), std::move(s)});
     self->pending_.clear();
   };
@@ -96,13 +96,13 @@ void ReplaySource::read_ahead() {
   }
 }
 
-Snapshot ReplaySource::snapshot() {
+snapshot::Snapshot ReplaySource::snapshot() {
   read_ahead();
   if (steps_.empty()) return {};
   if (next_ >= steps_.size()) return steps_.back().snapshot;
-  Snapshot& s = steps_[next_++].snapshot;
+  snapshot::Snapshot& s = steps_[next_++].snapshot;
   if (rewind_) return s;
-  Snapshot out = next_ < steps_.size() ? std::move(s) : s;   // the last stays: it repeats
+  snapshot::Snapshot out = next_ < steps_.size() ? std::move(s) : s;  // the last stays: it repeats
   read_ahead();
   return out;
 }
@@ -124,4 +124,4 @@ std::vector<std::string> ReplaySource::notes() const {
   return out;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

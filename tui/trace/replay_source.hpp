@@ -1,4 +1,4 @@
-// A recording played back as a model::SnapshotSource: snapshot() returns the recorded snapshots
+// A recording played back as a snapshot::SnapshotSource: snapshot() returns the recorded snapshots
 // in order, and events() hands over the raw events recorded before the next snapshot, so a
 // consumer sees a trace file as it saw the live target (bpf/snapshot/source.hpp). seek() moves
 // the play position (top --replay steps back and forth).
@@ -19,9 +19,9 @@
 #include "bpf/snapshot/source.hpp"
 #include "tui/trace/trace_reader.hpp"
 
-namespace platoon::model {
+namespace platoon::trace {
 
-class ReplaySource final : public SnapshotSource {
+class ReplaySource final : public snapshot::SnapshotSource {
  public:
   struct Options {
     bool keep_events = true;   // false: drop the raw events (top shows none), counted in event_count
@@ -37,11 +37,11 @@ class ReplaySource final : public SnapshotSource {
   }
 
   // The next recorded snapshot; past the last one, the last one again (nothing more happened).
-  Snapshot snapshot() override;
+  snapshot::Snapshot snapshot() override;
   // The events recorded between the snapshot returned last and the next one, in file order;
   // never waits (a replay has no clock of its own). Each interval's events are handed over once.
   int events(int timeout_ms, const EventSink& sink) override;
-  Source source() const override { return contents_.meta.source; }
+  snapshot::Source source() const override { return contents_.meta.source; }
   std::string attach_mode() const override { return contents_.meta.attach_mode; }
   std::vector<std::string> notes() const override;
 
@@ -52,7 +52,7 @@ class ReplaySource final : public SnapshotSource {
   size_t count() const { return steps_.size(); }              // snapshots held
   size_t position() const { return next_; }                   // the index snapshot() returns next
   size_t remaining() const { return steps_.size() - next_; }   // snapshots not yet returned
-  const Snapshot& at(size_t index) const { return steps_[index].snapshot; }   // index < count()
+  const snapshot::Snapshot& at(size_t index) const { return steps_[index].snapshot; }  // index < count()
   // The next snapshot() returns snapshot `index` (clamped to count()).
   void seek(size_t index) { next_ = index < steps_.size() ? index : steps_.size(); }
 
@@ -62,7 +62,7 @@ class ReplaySource final : public SnapshotSource {
   void read_ahead();           // streaming: two steps ahead of next_, or to the end
   struct Step {
     std::vector<uint8_t> events;   // records laid end to end, as in the file
-    Snapshot snapshot;
+    snapshot::Snapshot snapshot;
   };
   TraceContents contents_;
   std::vector<Step> steps_;
@@ -74,4 +74,4 @@ class ReplaySource final : public SnapshotSource {
   bool keep_events_ = true;
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

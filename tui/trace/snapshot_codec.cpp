@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-namespace platoon::model {
+namespace platoon::trace {
 
 void encode_meta(ByteWriter& w, const TraceMeta& m) {
   w.str(m.tool_version);
@@ -31,10 +31,10 @@ void encode_meta(ByteWriter& w, const TraceMeta& m) {
 
 namespace {
 
-bool decode_source(ByteReader& r, Source* s) {
+bool decode_source(ByteReader& r, snapshot::Source* s) {
   uint8_t v = r.u8();
-  if (v > static_cast<uint8_t>(Source::procfs)) return false;
-  *s = static_cast<Source>(v);
+  if (v > static_cast<uint8_t>(snapshot::Source::procfs)) return false;
+  *s = static_cast<snapshot::Source>(v);
   return true;
 }
 
@@ -82,15 +82,15 @@ struct ListShape {
     if (!counter) last_non_counter = entries;
     ++entries;
   }
-  constexpr void counter(uint64_t ThreadSample::*, const char* name) { entry(name, true); }
-  constexpr void maximum(uint64_t ThreadSample::*, const char* name) { entry(name, false); }
+  constexpr void counter(uint64_t snapshot::ThreadSample::*, const char* name) { entry(name, true); }
+  constexpr void maximum(uint64_t snapshot::ThreadSample::*, const char* name) { entry(name, false); }
   template <size_t N>
-  constexpr void hist(std::array<uint64_t, N> ThreadSample::*, const char* name) { entry(name, false); }
-  constexpr void per_cpu(std::vector<uint64_t> ThreadSample::*, const char* name) { entry(name, false); }
+  constexpr void hist(std::array<uint64_t, N> snapshot::ThreadSample::*, const char* name) { entry(name, false); }
+  constexpr void per_cpu(std::vector<uint64_t> snapshot::ThreadSample::*, const char* name) { entry(name, false); }
 };
 constexpr ListShape list_shape(std::string_view find) {
   ListShape shape{find};
-  for_each_thread_field(shape);
+  snapshot::for_each_thread_field(shape);
   return shape;
 }
 
@@ -114,17 +114,17 @@ struct Run {
     ++i;
     return in;
   }
-  void counter(uint64_t ThreadSample::*m, const char* name) {
+  void counter(uint64_t snapshot::ThreadSample::*m, const char* name) {
     if (take()) v.counter(m, name);
   }
-  void maximum(uint64_t ThreadSample::*m, const char* name) {
+  void maximum(uint64_t snapshot::ThreadSample::*m, const char* name) {
     if (take()) v.maximum(m, name);
   }
   template <size_t N>
-  void hist(std::array<uint64_t, N> ThreadSample::*m, const char* name) {
+  void hist(std::array<uint64_t, N> snapshot::ThreadSample::*m, const char* name) {
     if (take()) v.hist(m, name);
   }
-  void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char* name) {
+  void per_cpu(std::vector<uint64_t> snapshot::ThreadSample::*m, const char* name) {
     if (take()) v.per_cpu(m, name);
   }
 };
@@ -135,22 +135,22 @@ Run<Visitor> minor2_run(Visitor v) { return {v, kMinor2First, kList.entries}; }
 
 // A visitor of the 1.2 run, which holds counters only (asserted above): the other kinds never come.
 struct CountersOnly {
-  void maximum(uint64_t ThreadSample::*, const char*) {}
+  void maximum(uint64_t snapshot::ThreadSample::*, const char*) {}
   template <size_t N>
-  void hist(std::array<uint64_t, N> ThreadSample::*, const char*) {}
-  void per_cpu(std::vector<uint64_t> ThreadSample::*, const char*) {}
+  void hist(std::array<uint64_t, N> snapshot::ThreadSample::*, const char*) {}
+  void per_cpu(std::vector<uint64_t> snapshot::ThreadSample::*, const char*) {}
 };
 
 // The field list's quantities, in its order (which is the format's).
 struct EncodeFields {
   ByteWriter& w;
-  const ThreadSample& t;
+  const snapshot::ThreadSample& t;
 
-  void counter(uint64_t ThreadSample::*m, const char*) { w.varint(t.*m); }
-  void maximum(uint64_t ThreadSample::*m, const char*) { w.varint(t.*m); }
+  void counter(uint64_t snapshot::ThreadSample::*m, const char*) { w.varint(t.*m); }
+  void maximum(uint64_t snapshot::ThreadSample::*m, const char*) { w.varint(t.*m); }
   template <size_t N>
-  void hist(std::array<uint64_t, N> ThreadSample::*m, const char*) { w.hist(t.*m); }
-  void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char*) { w.list(t.*m); }
+  void hist(std::array<uint64_t, N> snapshot::ThreadSample::*m, const char*) { w.hist(t.*m); }
+  void per_cpu(std::vector<uint64_t> snapshot::ThreadSample::*m, const char*) { w.list(t.*m); }
 };
 
 // What a snapshot may still keep (the kKeep* caps) and what the caps cut so far.
@@ -170,31 +170,31 @@ void cpu_list(ByteReader& r, std::vector<uint64_t>& v, Keep& keep) {
 // The same quantities read back, in the same order.
 struct DecodeFields {
   ByteReader& r;
-  ThreadSample& t;
+  snapshot::ThreadSample& t;
   Keep& keep;
 
-  void counter(uint64_t ThreadSample::*m, const char*) { t.*m = r.varint(); }
-  void maximum(uint64_t ThreadSample::*m, const char*) { t.*m = r.varint(); }
+  void counter(uint64_t snapshot::ThreadSample::*m, const char*) { t.*m = r.varint(); }
+  void maximum(uint64_t snapshot::ThreadSample::*m, const char*) { t.*m = r.varint(); }
   template <size_t N>
-  void hist(std::array<uint64_t, N> ThreadSample::*m, const char*) { r.hist(t.*m); }
-  void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char*) { cpu_list(r, t.*m, keep); }
+  void hist(std::array<uint64_t, N> snapshot::ThreadSample::*m, const char*) { r.hist(t.*m); }
+  void per_cpu(std::vector<uint64_t> snapshot::ThreadSample::*m, const char*) { cpu_list(r, t.*m, keep); }
 };
 
 // Field order is the format (docs/trace-format.md, "SNAP"); decode_thread below reads it. The
 // entries from cpu_overflow on go after the pairs (encode_snapshot).
-void encode_thread(ByteWriter& w, const ThreadSample& t) {
+void encode_thread(ByteWriter& w, const snapshot::ThreadSample& t) {
   w.varint(t.tid);
   w.varint(t.pid);
   w.str(t.comm);
   w.u8(t.exited ? 1 : 0);
   w.varint(t.first_seen_ns);
   w.varint(t.last_cpu);
-  for_each_thread_field(minor0_run(EncodeFields{w, t}));
+  snapshot::for_each_thread_field(minor0_run(EncodeFields{w, t}));
 }
 
 // Reads what encode_thread wrote, field by field; the entries from cpu_overflow on come from
 // after the pairs (decode_snapshot).
-bool decode_thread(ByteReader& r, ThreadSample& t, Keep& keep) {
+bool decode_thread(ByteReader& r, snapshot::ThreadSample& t, Keep& keep) {
   t.tid = r.varint32();
   t.pid = r.varint32();
   t.comm = r.str();
@@ -203,11 +203,11 @@ bool decode_thread(ByteReader& r, ThreadSample& t, Keep& keep) {
   t.exited = flags == 1;
   t.first_seen_ns = r.varint();
   t.last_cpu = r.varint32();
-  for_each_thread_field(minor0_run(DecodeFields{r, t, keep}));
+  snapshot::for_each_thread_field(minor0_run(DecodeFields{r, t, keep}));
   return r.ok();
 }
 
-void encode_pair(ByteWriter& w, const PairSample& p) {
+void encode_pair(ByteWriter& w, const snapshot::PairSample& p) {
   w.varint(p.tid);
   w.u8(static_cast<uint8_t>(p.kind));
   w.varint(p.other_tid);
@@ -217,11 +217,11 @@ void encode_pair(ByteWriter& w, const PairSample& p) {
   w.varint(p.ns);
 }
 
-bool decode_pair(ByteReader& r, PairSample& p) {
+bool decode_pair(ByteReader& r, snapshot::PairSample& p) {
   p.tid = r.varint32();
   uint8_t kind = r.u8();
   if (kind != PLATOON_PAIR_PREEMPTED_BY && kind != PLATOON_PAIR_WOKEN_BY) return false;
-  p.kind = static_cast<PairKind>(kind);
+  p.kind = static_cast<snapshot::PairKind>(kind);
   p.other_tid = r.varint32();
   p.other_pid = r.varint32();
   p.other_comm = r.str();
@@ -231,21 +231,21 @@ bool decode_pair(ByteReader& r, PairSample& p) {
 }
 
 struct AnyCounter : CountersOnly {
-  const ThreadSample& t;
+  const snapshot::ThreadSample& t;
   bool& any;
-  AnyCounter(const ThreadSample& sample, bool& result) : t(sample), any(result) {}
-  void counter(uint64_t ThreadSample::*m, const char*) { any = any || t.*m != 0; }
+  AnyCounter(const snapshot::ThreadSample& sample, bool& result) : t(sample), any(result) {}
+  void counter(uint64_t snapshot::ThreadSample::*m, const char*) { any = any || t.*m != 0; }
 };
 
-bool any_tail_field(const ThreadSample& t) {
+bool any_tail_field(const snapshot::ThreadSample& t) {
   bool any = false;
-  for_each_thread_field(minor2_run(AnyCounter{t, any}));
+  snapshot::for_each_thread_field(minor2_run(AnyCounter{t, any}));
   return any;
 }
 
 // Minor 2, after the minor-1 tail: the 1.2 run of the threads that have any, the machine's
 // per-CPU times, the CPU cgroups and which thread is in which.
-void encode_minor2_tail(ByteWriter& w, const Snapshot& s) {
+void encode_minor2_tail(ByteWriter& w, const snapshot::Snapshot& s) {
   w.varint(kMinor2Fields);
   size_t with_tail = 0;
   for (const auto& t : s.threads) with_tail += any_tail_field(t);
@@ -253,20 +253,20 @@ void encode_minor2_tail(ByteWriter& w, const Snapshot& s) {
   for (size_t i = 0; i < s.threads.size(); ++i) {
     if (!any_tail_field(s.threads[i])) continue;
     w.varint(i);
-    for_each_thread_field(minor2_run(EncodeFields{w, s.threads[i]}));
+    snapshot::for_each_thread_field(minor2_run(EncodeFields{w, s.threads[i]}));
   }
   w.varint(s.tick_ns);
   const size_t ncpus = std::min<size_t>(s.cpus.size(), kMaxCpusInTrace);
   w.varint(ncpus);
   for (size_t i = 0; i < ncpus; ++i) {
-    const CpuTimes& c = s.cpus[i];
+    const snapshot::CpuTimes& c = s.cpus[i];
     for (uint64_t v : {uint64_t{c.cpu}, c.user, c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal})
       w.varint(v);
   }
   const size_t ngroups = std::min<size_t>(s.cgroups.size(), kMaxListItems);
   w.varint(ngroups);
   for (size_t i = 0; i < ngroups; ++i) {
-    const CgroupCpu& g = s.cgroups[i];
+    const snapshot::CgroupCpu& g = s.cgroups[i];
     w.str(g.path);
     w.u8(g.version);
     w.varint(g.quota_us < 0 ? 0 : uint64_t(g.quota_us) + 1);  // 0: no limit
@@ -276,7 +276,7 @@ void encode_minor2_tail(ByteWriter& w, const Snapshot& s) {
   for (size_t i = 0; i < s.threads.size(); ++i) {
     if (s.threads[i].cgroup.empty()) continue;
     auto g = std::lower_bound(s.cgroups.begin(), s.cgroups.begin() + static_cast<std::ptrdiff_t>(ngroups),
-                              s.threads[i].cgroup, [](const CgroupCpu& c, const std::string& p) { return c.path < p; });
+                              s.threads[i].cgroup, [](const snapshot::CgroupCpu& c, const std::string& p) { return c.path < p; });
     if (g != s.cgroups.begin() + static_cast<std::ptrdiff_t>(ngroups) && g->path == s.threads[i].cgroup)
       member.emplace_back(i, size_t(g - s.cgroups.begin()));
   }
@@ -291,17 +291,17 @@ void encode_minor2_tail(ByteWriter& w, const Snapshot& s) {
 // knows (read and dropped), an older one fewer (left 0).
 struct DecodeTail : CountersOnly {
   const std::vector<uint64_t>& values;
-  ThreadSample& t;
+  snapshot::ThreadSample& t;
   size_t i = 0;
-  DecodeTail(const std::vector<uint64_t>& stored, ThreadSample& sample) : values(stored), t(sample) {}
-  void counter(uint64_t ThreadSample::*m, const char*) {
+  DecodeTail(const std::vector<uint64_t>& stored, snapshot::ThreadSample& sample) : values(stored), t(sample) {}
+  void counter(uint64_t snapshot::ThreadSample::*m, const char*) {
     if (i < values.size()) t.*m = values[i];
     ++i;
   }
 };
 
 // Reads what encode_minor2_tail wrote.
-bool decode_minor2_tail(ByteReader& r, Snapshot& s, size_t nthreads, Keep& keep) {
+bool decode_minor2_tail(ByteReader& r, snapshot::Snapshot& s, size_t nthreads, Keep& keep) {
   const size_t nfields = r.count(kMaxListItems);
   const size_t with_tail = r.count(kMaxThreadsPerSnapshot);
   std::vector<uint64_t> values(nfields);
@@ -309,12 +309,12 @@ bool decode_minor2_tail(ByteReader& r, Snapshot& s, size_t nthreads, Keep& keep)
     const uint64_t index = r.varint();
     for (auto& v : values) v = r.varint();
     if (index >= nthreads) return false;
-    if (index < s.threads.size()) for_each_thread_field(minor2_run(DecodeTail{values, s.threads[index]}));
+    if (index < s.threads.size()) snapshot::for_each_thread_field(minor2_run(DecodeTail{values, s.threads[index]}));
   }
   s.tick_ns = r.varint();
   const size_t ncpus = r.count(kMaxCpusInTrace);
   for (size_t i = 0; i < ncpus && r.ok(); ++i) {
-    CpuTimes c;
+    snapshot::CpuTimes c;
     c.cpu = r.varint32();
     for (uint64_t* v : {&c.user, &c.nice, &c.system, &c.idle, &c.iowait, &c.irq, &c.softirq, &c.steal}) *v = r.varint();
     if (i < std::min<size_t>(kKeepCpusPerList, keep.cpu_slots)) s.cpus.push_back(c);
@@ -323,7 +323,7 @@ bool decode_minor2_tail(ByteReader& r, Snapshot& s, size_t nthreads, Keep& keep)
   keep.cpu_slots -= std::min(keep.cpu_slots, s.cpus.size());
   const size_t ngroups = r.count(kMaxListItems);
   for (size_t i = 0; i < ngroups && r.ok(); ++i) {
-    CgroupCpu g;
+    snapshot::CgroupCpu g;
     g.path = r.str();
     g.version = r.u8();
     const uint64_t quota = r.varint();
@@ -339,13 +339,13 @@ bool decode_minor2_tail(ByteReader& r, Snapshot& s, size_t nthreads, Keep& keep)
     if (t < s.threads.size()) s.threads[t].cgroup = s.cgroups[g].path;
   }
   if (!r.ok()) return false;
-  std::sort(s.cgroups.begin(), s.cgroups.end(), [](const CgroupCpu& a, const CgroupCpu& b) { return a.path < b.path; });
+  std::sort(s.cgroups.begin(), s.cgroups.end(), [](const snapshot::CgroupCpu& a, const snapshot::CgroupCpu& b) { return a.path < b.path; });
   return true;
 }
 
 }  // namespace
 
-bool encode_snapshot(ByteWriter& w, const Snapshot& s, std::string* why) {
+bool encode_snapshot(ByteWriter& w, const snapshot::Snapshot& s, std::string* why) {
   if (s.threads.size() > kMaxThreadsPerSnapshot || s.pairs.size() > kMaxPairsPerSnapshot) {
     *why = "snapshot has more threads or pairs than the format allows";
     return false;
@@ -375,19 +375,19 @@ bool encode_snapshot(ByteWriter& w, const Snapshot& s, std::string* why) {
   return true;
 }
 
-bool decode_snapshot(ByteReader& r, Snapshot& s, TraceContents& out) {
+bool decode_snapshot(ByteReader& r, snapshot::Snapshot& s, TraceContents& out) {
   Keep keep{kKeepCpuSlotsPerSnapshot, &out};
   s.ts_ns = r.varint();
   if (!decode_source(r, &s.source)) return false;
   // Bits this version does not know are dropped: a newer minor version may add fields.
-  s.fields = r.varint32() & kFieldsBpf;
+  s.fields = r.varint32() & snapshot::kFieldsBpf;
   s.untracked_threads = r.varint();
   s.lost_pairs = r.varint();
   s.lost_targets = r.varint();
   cpu_list(r, s.lost_events_per_cpu, keep);
   // Items past a kKeep* cap are still decoded (the body must be valid) into a scratch value
   // that keeps no per-CPU entries, then dropped.
-  ThreadSample thread_scratch;
+  snapshot::ThreadSample thread_scratch;
   Keep no_slots{0, nullptr};  // a dropped thread's counters are not counted on their own
   size_t nthreads = r.count(kMaxThreadsPerSnapshot);
   s.threads.reserve(std::min<size_t>(nthreads, kKeepThreadsPerSnapshot));
@@ -396,7 +396,7 @@ bool decode_snapshot(ByteReader& r, Snapshot& s, TraceContents& out) {
     if (!decode_thread(r, kept ? s.threads.emplace_back() : thread_scratch, kept ? keep : no_slots)) return false;
     if (!kept) ++out.cut_threads;
   }
-  PairSample pair_scratch;
+  snapshot::PairSample pair_scratch;
   size_t npairs = r.count(kMaxPairsPerSnapshot);
   s.pairs.reserve(std::min<size_t>(npairs, kKeepPairsPerSnapshot));
   for (size_t i = 0; i < npairs && r.ok(); ++i) {
@@ -416,13 +416,13 @@ bool decode_snapshot(ByteReader& r, Snapshot& s, TraceContents& out) {
     }
     if (!r.ok()) return false;
   }
-  if (r.remaining() == 0) s.fields &= ~uint32_t{kFieldWaitSplit | kFieldWaitIrq};  // a file before 1.2
+  if (r.remaining() == 0) s.fields &= ~uint32_t{snapshot::kFieldWaitSplit | snapshot::kFieldWaitIrq};  // a file before 1.2
   else if (!decode_minor2_tail(r, s, nthreads, keep)) return false;
   // The model promises threads sorted by tid; consumers binary-search on it.
-  auto by_tid = [](const ThreadSample& a, const ThreadSample& b) { return a.tid < b.tid; };
+  auto by_tid = [](const snapshot::ThreadSample& a, const snapshot::ThreadSample& b) { return a.tid < b.tid; };
   if (!std::is_sorted(s.threads.begin(), s.threads.end(), by_tid))
     std::stable_sort(s.threads.begin(), s.threads.end(), by_tid);
   return true;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

@@ -10,15 +10,15 @@
 #include "tui/trace/byte_io.hpp"
 #include "tui/trace/trace_reader.hpp"  // TraceContents: what the kKeep* caps cut
 
-namespace platoon::model {
+namespace platoon::trace {
 
 void encode_meta(ByteWriter& w, const TraceMeta& m);
 // False on a malformed body; trailing bytes are fields a newer minor version appended.
 bool decode_meta(ByteReader& r, TraceMeta& m);
 
 // False with *why when the snapshot has more threads or pairs than the format allows.
-bool encode_snapshot(ByteWriter& w, const Snapshot& s, std::string* why);
+bool encode_snapshot(ByteWriter& w, const snapshot::Snapshot& s, std::string* why);
 // False on a malformed body. Items past the kKeep* caps are read and dropped, and counted in out.
-bool decode_snapshot(ByteReader& r, Snapshot& s, TraceContents& out);
+bool decode_snapshot(ByteReader& r, snapshot::Snapshot& s, TraceContents& out);
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

@@ -26,7 +26,7 @@
 #include "bpf/platoon.h"
 #include "bpf/snapshot/snapshot.hpp"  // Source
 
-namespace platoon::model {
+namespace platoon::trace {
 
 // Event records are stored as the bytes of the platoon_ev_* structs in the host's layout; the
 // tool only targets little-endian machines (x86_64, arm64), where host layout = file layout.
@@ -95,7 +95,7 @@ struct TraceMeta {
   std::string kernel;                     // uname release; empty: filled by the writer
   std::string target;                     // human description, e.g. "pid 1234" or "-- ./server"
   std::string attach_mode;                // e.g. "tp_btf", "raw_tp", "procfs"
-  Source source = Source::bpf;
+  snapshot::Source source = snapshot::Source::bpf;
   uint32_t ncpus = 0;                     // 0: the writer fills sysconf(_SC_NPROCESSORS_CONF)
   uint64_t interval_ns = 0;
   uint64_t start_boottime_ns = 0;         // 0: the writer reads the clocks at create()
@@ -131,4 +131,4 @@ inline uint32_t chunk_crc(const uint8_t type_and_length[8], const uint8_t* paylo
   return static_cast<uint32_t>(crc);
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

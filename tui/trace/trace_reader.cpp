@@ -13,7 +13,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
-namespace platoon::model {
+namespace platoon::trace {
 namespace {
 
 // Where the bytes come from: a span (fuzzer, tests) or a file read chunk by chunk, so that a
@@ -41,7 +41,7 @@ class SpanInput : public Input {
 
 class FileInput : public Input {
  public:
-  FileInput(UniqueFd fd, uint64_t size) : fd_(std::move(fd)), size_(size) {}
+  FileInput(outputs::UniqueFd fd, uint64_t size) : fd_(std::move(fd)), size_(size) {}
   uint64_t size() const override { return size_; }
   std::span<const uint8_t> get(uint64_t off, size_t n, std::vector<uint8_t>& scratch,
                                std::string* err) override {
@@ -60,7 +60,7 @@ class FileInput : public Input {
   }
 
  private:
-  UniqueFd fd_;
+  outputs::UniqueFd fd_;
   uint64_t size_;
 };
 
@@ -152,7 +152,7 @@ bool take_chunk(const Chunk& c, const ReadOptions& options, TraceContents& out, 
   ByteReader r(c.body);
   switch (c.type) {
     case ChunkType::snapshot: {
-      Snapshot s;
+      snapshot::Snapshot s;
       if (!decode_snapshot(r, s, out)) return false;
       ++out.snapshot_count;
       const uint64_t bytes = options.max_snapshot_bytes ? snapshot_bytes(s) : 0;
@@ -275,9 +275,9 @@ std::optional<TraceContents> read_all(std::unique_ptr<TraceCursor> c) {
 
 }  // namespace
 
-uint64_t snapshot_bytes(const Snapshot& s) {
-  uint64_t n = sizeof(Snapshot) + s.threads.capacity() * sizeof(ThreadSample) +
-               s.pairs.capacity() * sizeof(PairSample) + s.lost_events_per_cpu.capacity() * sizeof(uint64_t);
+uint64_t snapshot_bytes(const snapshot::Snapshot& s) {
+  uint64_t n = sizeof(snapshot::Snapshot) + s.threads.capacity() * sizeof(snapshot::ThreadSample) +
+               s.pairs.capacity() * sizeof(snapshot::PairSample) + s.lost_events_per_cpu.capacity() * sizeof(uint64_t);
   for (const auto& t : s.threads) n += t.cpu_switch_ins.capacity() * sizeof(uint64_t) + t.comm.capacity();
   for (const auto& p : s.pairs) n += p.other_comm.capacity();
   return n;
@@ -318,7 +318,7 @@ std::unique_ptr<TraceCursor> TraceCursor::open(const std::string& path, std::str
     if (error) *error = path + ": " + msg;
     return nullptr;
   };
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  outputs::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return fail(std::strerror(errno));
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return fail(std::strerror(errno));
@@ -343,4 +343,4 @@ std::optional<TraceContents> read_trace(const std::string& path, std::string* er
   return read_all(std::move(c));
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

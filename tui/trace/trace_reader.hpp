@@ -20,7 +20,7 @@
 #include "bpf/snapshot/snapshot.hpp"
 #include "tui/trace/trace_format.hpp"
 
-namespace platoon::model {
+namespace platoon::trace {
 
 struct TraceNote {
   uint64_t ts_ns = 0;  // CLOCK_BOOTTIME
@@ -29,7 +29,7 @@ struct TraceNote {
 
 struct TraceContents {
   TraceMeta meta;
-  std::vector<Snapshot> snapshots;  // in file order (= time order)
+  std::vector<snapshot::Snapshot> snapshots;  // in file order (= time order)
   std::vector<TraceNote> notes;
   std::string stop_reason;          // from STOP; empty if the recording did not finish
   uint64_t end_boottime_ns = 0;     // from STOP
@@ -66,7 +66,7 @@ struct ReadOptions {
   // Likewise for snapshots: each decoded snapshot goes here (in file order) instead of into
   // TraceContents::snapshots, so a long recording of a big process need not fit in memory
   // (see RecordingWindow in window.hpp). snapshot_count still counts them.
-  std::function<void(Snapshot&&)> on_snapshot;
+  std::function<void(snapshot::Snapshot&&)> on_snapshot;
   // Checksums are always checked in normal use. The fuzzer turns this off so that mutated
   // payloads reach the decoders instead of stopping at the CRC.
   bool verify_crc = true;
@@ -78,7 +78,7 @@ struct ReadOptions {
 };
 
 // Estimated memory a decoded snapshot occupies (what max_snapshot_bytes counts).
-uint64_t snapshot_bytes(const Snapshot& s);
+uint64_t snapshot_bytes(const snapshot::Snapshot& s);
 
 std::optional<TraceContents> read_trace(const std::string& path, std::string* error,
                                         const ReadOptions& options = {});
@@ -116,4 +116,4 @@ inline bool for_each_event(const TraceContents& contents, const EventFn& fn) {
   return for_each_event(std::span<const uint8_t>(contents.events), fn);
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

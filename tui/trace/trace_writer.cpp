@@ -15,7 +15,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
-namespace platoon::model {
+namespace platoon::trace {
 
 namespace {
 
@@ -56,7 +56,7 @@ void put_u32(uint8_t* p, uint32_t v) {
 
 }  // namespace
 
-TraceWriter::TraceWriter(std::string path, UniqueFd fd, const Options& options)
+TraceWriter::TraceWriter(std::string path, outputs::UniqueFd fd, const Options& options)
     : path_(std::move(path)), fd_(std::move(fd)), options_(options) {}
 
 TraceWriter::~TraceWriter() = default;
@@ -68,12 +68,12 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, const 
 
 std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, const TraceMeta& meta,
                                                  const Options& options, std::string* error) {
-  auto file = OutputFile::create(path, OutputFile::Existing::replace, error);
+  auto file = outputs::OutputFile::create(path, outputs::OutputFile::Existing::replace, error);
   if (!file) return nullptr;
   return create(std::move(*file), meta, options, error);
 }
 
-std::unique_ptr<TraceWriter> TraceWriter::create(OutputFile file, const TraceMeta& meta,
+std::unique_ptr<TraceWriter> TraceWriter::create(outputs::OutputFile file, const TraceMeta& meta,
                                                  const Options& options, std::string* error) {
   auto set_error = [&](const std::string& msg) {
     if (error) *error = msg;
@@ -90,8 +90,8 @@ std::unique_ptr<TraceWriter> TraceWriter::create(OutputFile file, const TraceMet
     m.ncpus = n > 0 ? static_cast<uint32_t>(n) : 0;
   }
   if (m.start_boottime_ns == 0 && m.start_realtime_ns == 0) {
-    m.start_boottime_ns = clock_ns(CLOCK_BOOTTIME);
-    m.start_realtime_ns = clock_ns(CLOCK_REALTIME);
+    m.start_boottime_ns = snapshot::clock_ns(CLOCK_BOOTTIME);
+    m.start_realtime_ns = snapshot::clock_ns(CLOCK_REALTIME);
   }
 
   std::unique_ptr<TraceWriter> w(new TraceWriter(path, file.take_fd(), options));
@@ -214,7 +214,7 @@ bool TraceWriter::write_chunk(ChunkType type, const std::vector<uint8_t>& body, 
   return !chunk.empty() && append(chunk);
 }
 
-bool TraceWriter::write_snapshot(const Snapshot& snapshot) {
+bool TraceWriter::write_snapshot(const snapshot::Snapshot& snapshot) {
   ByteWriter body;
   std::string why;
   std::lock_guard lock(mu_);
@@ -269,7 +269,7 @@ bool TraceWriter::write_note(uint64_t ts_ns, const std::string& text) {
 bool TraceWriter::finish(const std::string& stop_reason) {
   ByteWriter body;
   body.str(stop_reason);
-  body.varint(clock_ns(CLOCK_BOOTTIME));
+  body.varint(snapshot::clock_ns(CLOCK_BOOTTIME));
   std::lock_guard lock(mu_);
   if (!write_chunk(ChunkType::stop, body.buf(), false)) return false;
   if (options_.sync_on_finish && ::fdatasync(fd_.get()) != 0) return fail("fdatasync", errno);
@@ -278,4 +278,4 @@ bool TraceWriter::finish(const std::string& stop_reason) {
   return true;
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

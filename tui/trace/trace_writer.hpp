@@ -17,7 +17,7 @@
 #include "bpf/snapshot/snapshot.hpp"
 #include "tui/trace/trace_format.hpp"
 
-namespace platoon::model {
+namespace platoon::trace {
 
 class TraceWriter {
  public:
@@ -35,7 +35,7 @@ class TraceWriter {
   static std::unique_ptr<TraceWriter> create(const std::string& path, const TraceMeta& meta,
                                              const Options& options, std::string* error);
   // The same into a file the caller created (top's `r`: a name that replaces nothing).
-  static std::unique_ptr<TraceWriter> create(OutputFile file, const TraceMeta& meta,
+  static std::unique_ptr<TraceWriter> create(outputs::OutputFile file, const TraceMeta& meta,
                                              const Options& options, std::string* error);
   ~TraceWriter();  // closes without a STOP chunk if finish() was not called: readers see !complete
   TraceWriter(const TraceWriter&) = delete;
@@ -43,7 +43,7 @@ class TraceWriter {
 
   // Each returns false once anything failed (error() says what); calls after a failure do nothing.
   // Safe to call from several threads: chunks never interleave.
-  bool write_snapshot(const Snapshot& snapshot);
+  bool write_snapshot(const snapshot::Snapshot& snapshot);
   // `records` holds `count` ring-buffer records (platoon_ev_*) end to end, each exactly
   // event_record_size(type) bytes. Refused (and nothing written) if they do not parse.
   bool write_events(const void* records, size_t bytes, uint64_t count);
@@ -57,14 +57,14 @@ class TraceWriter {
   bool replaced_earlier_file() const { return replaced_; }
 
  private:
-  TraceWriter(std::string path, UniqueFd fd, const Options& options);
+  TraceWriter(std::string path, outputs::UniqueFd fd, const Options& options);
   std::vector<uint8_t> build_chunk(ChunkType type, const std::vector<uint8_t>& body, bool compressible);
   bool append(const std::vector<uint8_t>& bytes);
   bool write_chunk(ChunkType type, const std::vector<uint8_t>& body, bool compressible);
   bool fail(const std::string& what, int err);
 
   std::string path_;
-  UniqueFd fd_;
+  outputs::UniqueFd fd_;
   Options options_;
   mutable std::mutex mu_;
   uint64_t offset_ = 0;  // end of the last complete chunk
@@ -72,4 +72,4 @@ class TraceWriter {
   bool replaced_ = false;
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::trace

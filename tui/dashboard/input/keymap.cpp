@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 namespace {
 
 constexpr int kEsc = 27;
@@ -67,4 +67,4 @@ const std::string& footer_hint(bool replay) {
   return replay ? replay_line : live_line;
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

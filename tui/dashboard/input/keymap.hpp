@@ -5,7 +5,7 @@
 #include <span>
 #include <string>
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 enum class Action {
   none, quit, up, down, page_up, page_down, home, end, open, back,
@@ -38,4 +38,4 @@ bool is_text(int key);
 // The short "?:help q:quit ..." line under the table, from the bindings' footer hints.
 const std::string& footer_hint(bool replay);
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

@@ -6,7 +6,7 @@
 #include <climits>
 #include <cmath>
 
-namespace platoon::model {
+namespace platoon::dashboard {
 
 namespace {
 
@@ -68,7 +68,7 @@ void sort_rows(std::vector<const Row*>& rows, bool by_name, bool desc, Value val
 std::span<const ColumnInfo> columns() {
   static const std::vector<ColumnInfo> table = [] {
     std::vector<ColumnInfo> v;
-    for (const Metric* m : tui_columns())
+    for (const metrics::Metric* m : metrics::tui_columns())
       v.push_back({static_cast<Column>(v.size()), m->title, m->width, m->tui.left, m->tui.sortable, m->desc,
                    m->tui.priority, m->help, m->tui.shown, m});
     return v;
@@ -78,7 +78,7 @@ std::span<const ColumnInfo> columns() {
 
 const ColumnInfo& column_info(Column c) { return columns()[static_cast<size_t>(c)]; }
 
-double sort_value(Column c, const ThreadWindow& t, const Window& w) {
+double sort_value(Column c, const analysis::ThreadWindow& t, const analysis::Window& w) {
   const ColumnInfo& info = column_info(c);
   if (!info.sortable || c == Column::name) return 0;
   return info.metric->value(w, t).value_or(0);
@@ -110,7 +110,7 @@ std::optional<ProcColumn> process_column_of(Column c) {
   return std::nullopt;
 }
 
-double process_sort_value(ProcColumn c, const ProcessWindow& p, const Window& w) {
+double process_sort_value(ProcColumn c, const analysis::ProcessWindow& p, const analysis::Window& w) {
   switch (c) {
     case ProcColumn::pid: return p.pid;
     case ProcColumn::command: return 0;
@@ -120,7 +120,7 @@ double process_sort_value(ProcColumn c, const ProcessWindow& p, const Window& w)
 }
 
 uint32_t needed_fields(std::span<const Column> cols) {
-  std::vector<const Metric*> shown;
+  std::vector<const metrics::Metric*> shown;
   for (Column c : cols) shown.push_back(column_info(c).metric);
   return needed_fields(shown);
 }
@@ -136,7 +136,7 @@ void TopState::set_machine_wide(bool on) {
   open_pid_.reset();
 }
 
-void TopState::push(Window w) {
+void TopState::push(analysis::Window w) {
   window_ = std::move(w);
   has_window_ = true;
   // In place: moving std::deque allocates in libstdc++, and this runs for every thread.
@@ -163,15 +163,15 @@ const ThreadHistory* TopState::history(const ThreadKey& k) const {
   return it == history_.end() ? nullptr : &it->second.second;
 }
 
-std::vector<const ThreadWindow*> TopState::rows() const {
-  std::vector<const ThreadWindow*> out;
+std::vector<const analysis::ThreadWindow*> TopState::rows() const {
+  std::vector<const analysis::ThreadWindow*> out;
   out.reserve(window_.threads.size());
   for (const auto& t : window_.threads)
     if ((!open_pid_ || t.pid == *open_pid_) && icontains(t.comm, filter_)) out.push_back(&t);
   const Column c = sort_;
-  const Window& w = window_;
-  sort_rows(out, c == Column::name, desc_, [c, &w](const ThreadWindow& t) { return sort_value(c, t, w); },
-            [](const ThreadWindow& t) { return t.tid; });
+  const analysis::Window& w = window_;
+  sort_rows(out, c == Column::name, desc_, [c, &w](const analysis::ThreadWindow& t) { return sort_value(c, t, w); },
+            [](const analysis::ThreadWindow& t) { return t.tid; });
   return out;
 }
 
@@ -185,7 +185,7 @@ int TopState::selected_index() const {
   return 0;  // the selected thread is gone or filtered out: the top row stands in
 }
 
-const ThreadWindow* TopState::selected() const {
+const analysis::ThreadWindow* TopState::selected() const {
   const auto r = rows();
   const int i = selected_index();
   return i < 0 ? nullptr : r[static_cast<size_t>(i)];
@@ -204,16 +204,16 @@ void TopState::move_selection(int delta) {
 
 size_t TopState::scroll_for(size_t height) { return keep_visible(scroll_, selected_index(), rows().size(), height); }
 
-std::vector<const ProcessWindow*> TopState::process_rows() const {
-  std::vector<const ProcessWindow*> out;
+std::vector<const analysis::ProcessWindow*> TopState::process_rows() const {
+  std::vector<const analysis::ProcessWindow*> out;
   out.reserve(window_.processes.size());
   for (const auto& p : window_.processes)
     if (icontains(p.comm, filter_)) out.push_back(&p);
   const ProcColumn c = process_sort_;
-  const Window& w = window_;
+  const analysis::Window& w = window_;
   sort_rows(out, c == ProcColumn::command, process_desc_,
-            [c, &w](const ProcessWindow& p) { return process_sort_value(c, p, w); },
-            [](const ProcessWindow& p) { return p.pid; });
+            [c, &w](const analysis::ProcessWindow& p) { return process_sort_value(c, p, w); },
+            [](const analysis::ProcessWindow& p) { return p.pid; });
   return out;
 }
 
@@ -227,7 +227,7 @@ int TopState::selected_process_index() const {
   return 0;  // gone or filtered out: the top row stands in
 }
 
-const ProcessWindow* TopState::selected_process() const {
+const analysis::ProcessWindow* TopState::selected_process() const {
   const auto r = process_rows();
   const int i = selected_process_index();
   return i < 0 ? nullptr : r[static_cast<size_t>(i)];
@@ -238,7 +238,7 @@ size_t TopState::process_scroll_for(size_t height) {
 }
 
 void TopState::open_process() {
-  const ProcessWindow* p = selected_process();
+  const analysis::ProcessWindow* p = selected_process();
   if (!p) return;
   process_selection_ = p->pid;  // the row that stood in is the one Esc comes back to
   open_pid_ = p->pid;
@@ -250,7 +250,7 @@ void TopState::open_process() {
   view_ = ViewMode::table;
 }
 
-const ProcessWindow* TopState::opened_process() const {
+const analysis::ProcessWindow* TopState::opened_process() const {
   if (!open_pid_) return nullptr;
   for (const auto& p : window_.processes)
     if (p.pid == *open_pid_) return &p;
@@ -347,4 +347,4 @@ void TopState::speed_step(int delta) {
   replay_.speed = std::clamp(delta > 0 ? replay_.speed * 2 : replay_.speed / 2, 0.125, 64.0);
 }
 
-}  // namespace platoon::model
+}  // namespace platoon::dashboard

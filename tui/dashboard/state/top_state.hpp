@@ -22,7 +22,7 @@
 #include "tui/analysis/window.hpp"
 #include "tui/metrics/catalog.hpp"
 
-namespace platoon::model {
+namespace platoon::dashboard {
 
 // The columns of the main view are the catalog's TUI columns (tui/metrics/catalog.hpp), in
 // their order: header, width, sort direction and help come from there, so they cannot drift
@@ -41,13 +41,13 @@ struct ColumnInfo {
   int priority;       // on a narrow terminal the highest go first (1 = never)
   const char* help;
   bool shown;         // on the default screen
-  const Metric* metric;
+  const metrics::Metric* metric;
 };
 std::span<const ColumnInfo> columns();
 const ColumnInfo& column_info(Column c);
 
 // The value a row sorts by in column c (name and where sort elsewhere / not at all).
-double sort_value(Column c, const ThreadWindow& t, const Window& w = {});
+double sort_value(Column c, const analysis::ThreadWindow& t, const analysis::Window& w = {});
 // The Field bits the given columns need (catalog needed_fields over their metrics).
 uint32_t needed_fields(std::span<const Column> cols);
 
@@ -65,7 +65,7 @@ struct ProcessColumnInfo {
   bool default_desc;
   int priority;
   const char* help;
-  const Metric* metric;  // nullptr for PID, COMMAND and THR
+  const metrics::Metric* metric;  // nullptr for PID, COMMAND and THR
   Column column;         // the thread column it sums (when metric is set)
 };
 std::span<const ProcessColumnInfo> process_columns();
@@ -73,14 +73,14 @@ const ProcessColumnInfo& process_column_info(ProcColumn c);
 // The process column that sums thread column c; nullopt when c's metric has no process getter.
 std::optional<ProcColumn> process_column_of(Column c);
 // The value a process sorts by in column c (COMMAND sorts by text elsewhere: 0 here).
-double process_sort_value(ProcColumn c, const ProcessWindow& p, const Window& w = {});
+double process_sort_value(ProcColumn c, const analysis::ProcessWindow& p, const analysis::Window& w = {});
 
 struct ThreadKey {
   uint32_t tid = 0;
   uint64_t first_seen_ns = 0;
   auto operator<=>(const ThreadKey&) const = default;
 };
-inline ThreadKey key_of(const ThreadWindow& t) { return {t.tid, t.first_seen_ns}; }
+inline ThreadKey key_of(const analysis::ThreadWindow& t) { return {t.tid, t.first_seen_ns}; }
 
 struct ThreadHistory {                 // one value per interval, oldest first
   std::deque<double> cpu_pct, wait_pct, events_per_cycle, queue_depth;
@@ -107,17 +107,17 @@ class TopState {
   bool machine_wide() const { return machine_wide_; }
 
   // A new interval. Threads absent from it lose their history (bounded memory on churn).
-  void push(Window w);
+  void push(analysis::Window w);
   void clear_history();                // replay seeks rebuild it
-  const Window& window() const { return window_; }
+  const analysis::Window& window() const { return window_; }
   bool has_window() const { return has_window_; }
   const ThreadHistory* history(const ThreadKey& k) const;
   size_t history_len() const { return history_len_; }
 
   // Rows of the main view: filtered by name (substring, case-insensitive), sorted; only the
   // opened process's threads while one is open (open_process).
-  std::vector<const ThreadWindow*> rows() const;
-  const ThreadWindow* selected() const;
+  std::vector<const analysis::ThreadWindow*> rows() const;
+  const analysis::ThreadWindow* selected() const;
   int selected_index() const;          // in rows(); -1 when none
   // Up/Down/PgUp/..: in the process view it moves the process selection, else the thread's.
   void move_selection(int delta);      // clamps; INT_MIN/INT_MAX go to the ends
@@ -127,8 +127,8 @@ class TopState {
 
   // The process view's rows: the window's processes filtered by name (ProcessWindow::comm, as
   // the threads are), sorted by the process sort, ties by pid. The selection is kept by pid.
-  std::vector<const ProcessWindow*> process_rows() const;
-  const ProcessWindow* selected_process() const;
+  std::vector<const analysis::ProcessWindow*> process_rows() const;
+  const analysis::ProcessWindow* selected_process() const;
   int selected_process_index() const;  // in process_rows(); -1 when none
   void select_pid(uint32_t pid) { process_selection_ = pid; }
   size_t process_scroll_for(size_t height);
@@ -137,7 +137,7 @@ class TopState {
   void open_process();
   std::optional<uint32_t> open_pid() const { return open_pid_; }
   // The opened process in the current window; nullptr when none is open or it is gone.
-  const ProcessWindow* opened_process() const;
+  const analysis::ProcessWindow* opened_process() const;
 
   // The sort of the thread table. sort_step and invert_sort act on the table on screen: the
   // process sort in the process view (and in the help over it).
@@ -188,11 +188,11 @@ class TopState {
   std::string target, source_line, recording, status;
   std::vector<std::string> notes;
   // What top itself cost over the last interval (live), or what the recorder cost (replay).
-  std::optional<ObserverCost> cost;
+  std::optional<analysis::ObserverCost> cost;
 
  private:
   size_t history_len_;
-  Window window_;
+  analysis::Window window_;
   bool has_window_ = false;
   std::map<ThreadKey, std::pair<uint64_t, ThreadHistory>> history_;  // (generation last seen, history)
   uint64_t generation_ = 0;
@@ -224,4 +224,4 @@ class TopState {
   }
 };
 
-}  // namespace platoon::model
+}  // namespace platoon::dashboard

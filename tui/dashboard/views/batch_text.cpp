@@ -3,9 +3,8 @@
 #include "tui/dashboard/views/header_text.hpp"
 #include "tui/dashboard/views/table_text.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
-using model::TopState;
 
 std::string batch_text(const TopState& st) {
   std::string s;
@@ -26,4 +25,4 @@ std::string batch_text(const TopState& st) {
   return s + "\n";
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

@@ -4,10 +4,9 @@
 
 #include <fmt/format.h>
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
-using model::ThreadWindow;
-using model::TopState;
+using analysis::ThreadWindow;
 
 namespace {
 
@@ -50,14 +49,14 @@ std::vector<std::string> hist_lines(const std::vector<HistRow>& in, size_t width
   return out;
 }
 
-std::vector<HistRow> linear_rows(const model::Slots& slots) {
+std::vector<HistRow> linear_rows(const analysis::Slots& slots) {
   std::vector<HistRow> rows;
   for (const auto& [slot, count] : slots)
-    rows.push_back({slot + 1 >= static_cast<uint32_t>(model::kBatchSlots) ? std::to_string(slot) + "+" : std::to_string(slot), count});
+    rows.push_back({slot + 1 >= static_cast<uint32_t>(snapshot::kBatchSlots) ? std::to_string(slot) + "+" : std::to_string(slot), count});
   return rows;
 }
 
-std::string peers_line(const model::Peer& p, bool with_ns) {
+std::string peers_line(const analysis::Peer& p, bool with_ns) {
   std::string s = fit(p.comm, 13) + " " + fit(std::to_string(p.tid), 7, false) + " " +
                   fit(std::to_string(p.count) + "x", 7, false);
   if (with_ns) s += " " + fit(printf_str("%.1fms", double(p.ns) / 1e6), 8, false);
@@ -65,14 +64,14 @@ std::string peers_line(const model::Peer& p, bool with_ns) {
 }
 
 // Why the thread waited: the parts of its %wait, and its cgroup's quota when it has one.
-Section why_section(const model::Window& w, const ThreadWindow& t) {
+Section why_section(const analysis::Window& w, const analysis::ThreadWindow& t) {
   Section why{"why it waited (% of wall time)", {}};
-  if (w.has(model::kFieldWaitSplit)) {
+  if (w.has(snapshot::kFieldWaitSplit)) {
     // Two causes beside the total, then three a line, so that each line fits half of an
     // 80-column screen; "-": the source did not measure that part (no IRQ time accounting).
     std::string line = fmt::format("wait {:.1f}:", t.wait_pct);
     size_t room = 2, on_line = 0;
-    for (const model::WaitCause& c : model::kWaitCauses) {
+    for (const analysis::WaitCause& c : analysis::kWaitCauses) {
       if (on_line == room) {
         why.lines.push_back(std::move(line));
         line = " ";
@@ -81,7 +80,7 @@ Section why_section(const model::Window& w, const ThreadWindow& t) {
       }
       const double pct = t.wait_split.*c.pct;
       line += fmt::format("{}{} {}", on_line ? "  " : " ", c.label,
-                          model::measured(c, w.fields) ? fmt::format("{:.1f}", pct) : "-");
+                          analysis::measured(c, w.fields) ? fmt::format("{:.1f}", pct) : "-");
       ++on_line;
     }
     why.lines.push_back(std::move(line));
@@ -99,22 +98,22 @@ Section why_section(const model::Window& w, const ThreadWindow& t) {
 
 }  // namespace
 
-std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, size_t width, size_t max_rows, Glyphs g) {
+std::vector<Section> detail_sections(const TopState& st, const analysis::ThreadWindow& t, size_t width, size_t max_rows, Glyphs g) {
   const auto& w = st.window();
   std::vector<Section> out;
-  auto unavailable = [&](Section& s, model::Field f, const char* none) {
+  auto unavailable = [&](Section& s, snapshot::Field f, const char* none) {
     s.lines.push_back(w.has(f) ? none : "not available from this source");
   };
 
   Section io{"epoll events per cycle", {}};
   if (t.io) {
     io.lines.push_back(printf_str("%.0f/s", t.io->cycles_per_s) + printf_str("  avg %.2f", t.io->events_per_cycle) +
-                       printf_str("  p50 %.0f", model::linear_percentile(t.delta.io_events_hist, 50)) +
-                       printf_str("  p99 %.0f", model::linear_percentile(t.delta.io_events_hist, 99)) +
+                       printf_str("  p50 %.0f", analysis::linear_percentile(t.delta.io_events_hist, 50)) +
+                       printf_str("  p99 %.0f", analysis::linear_percentile(t.delta.io_events_hist, 99)) +
                        printf_str("  blk %.0f%%", t.io->blocked_pct));
     for (auto& l : hist_lines(linear_rows(t.io->events_hist), width, max_rows, g)) io.lines.push_back(l);
   } else {
-    unavailable(io, model::kFieldIo, "no epoll waits in this interval");
+    unavailable(io, snapshot::kFieldIo, "no epoll waits in this interval");
   }
   out.push_back(io);
 
@@ -133,11 +132,11 @@ std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, 
     rq.lines.push_back(printf_str("%.0f", double(t.runq->samples)) + printf_str(" p50 %.0fus", t.runq->p50_us) +
                        printf_str(" p99 %.0fus", t.runq->p99_us) + printf_str(" max %.0fus", t.runq->max_us));
     std::vector<HistRow> rows;
-    for (const auto& [slot, count] : model::nonzero_slots(t.delta.runq_hist))
-      rows.push_back({ns_label(model::log2_slot_low(static_cast<int>(slot))), count});
+    for (const auto& [slot, count] : analysis::nonzero_slots(t.delta.runq_hist))
+      rows.push_back({ns_label(analysis::log2_slot_low(static_cast<int>(slot))), count});
     for (auto& l : hist_lines(rows, width, max_rows, g)) rq.lines.push_back(l);
   } else {
-    unavailable(rq, model::kFieldRunqHist, "no wakeups in this interval");
+    unavailable(rq, snapshot::kFieldRunqHist, "no wakeups in this interval");
   }
   out.push_back(rq);
 
@@ -148,20 +147,20 @@ std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, 
     cpus.lines.push_back(fit("cpu" + std::to_string(cpu), 9, false) + " " + bar(share / 100.0, bw, g) + " " +
                          fit(printf_str("%.1f%%", share), 8, false));
   }
-  if (t.cpu_distribution.empty()) unavailable(cpus, model::kFieldCpuDist, "did not run in this interval");
+  if (t.cpu_distribution.empty()) unavailable(cpus, snapshot::kFieldCpuDist, "did not run in this interval");
   out.push_back(cpus);
 
   Section pre{"preempted by (times, wait after)", {}};
   for (const auto& p : t.preempted_by) pre.lines.push_back(peers_line(p, true));
-  if (t.preempted_by.empty()) unavailable(pre, model::kFieldPairs, "nobody");
+  if (t.preempted_by.empty()) unavailable(pre, snapshot::kFieldPairs, "nobody");
   out.push_back(pre);
   Section wk{"woken by", {}};
   for (const auto& p : t.woken_by) wk.lines.push_back(peers_line(p, false));
-  if (t.woken_by.empty()) unavailable(wk, model::kFieldPairs, "nobody");
+  if (t.woken_by.empty()) unavailable(wk, snapshot::kFieldPairs, "nobody");
   out.push_back(wk);
 
   Section hist{"history (newest right)", {}};
-  if (const auto* h = st.history(model::key_of(t))) {
+  if (const auto* h = st.history(key_of(t))) {
     const size_t sw = width > 16 ? width - 16 : 1;
     auto line = [&](const char* name, const std::deque<double>& v, double floor_max) {
       const double peak = std::max(floor_max, v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
@@ -177,4 +176,4 @@ std::vector<Section> detail_sections(const TopState& st, const ThreadWindow& t, 
   return out;
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

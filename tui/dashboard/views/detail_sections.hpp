@@ -9,14 +9,14 @@
 #include "tui/dashboard/state/top_state.hpp"
 #include "tui/dashboard/views/glyphs.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 // One titled block of the detail view.
 struct Section {
   std::string title;
   std::vector<std::string> lines;
 };
-std::vector<Section> detail_sections(const model::TopState& st, const model::ThreadWindow& t,
+std::vector<Section> detail_sections(const TopState& st, const analysis::ThreadWindow& t,
                                      size_t width, size_t max_rows, Glyphs g);
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

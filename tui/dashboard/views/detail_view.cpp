@@ -9,20 +9,20 @@
 #include "tui/dashboard/input/keymap.hpp"
 #include "tui/dashboard/views/draw.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 namespace {
 
-using Column = std::vector<const Section*>;
+using SectionColumn = std::vector<const Section*>;
 
-int natural_height(const Column& col) {
+int natural_height(const SectionColumn& col) {
   int h = 0;
   for (const auto* s : col) h += 1 + static_cast<int>(s->lines.size()) + 1;  // title, lines, gap
   return h > 0 ? h - 1 : 0;
 }
 
 // Lines each section may use so that the column fits: the tallest gives up a line first.
-std::vector<int> budgets(const Column& col, int height) {
+std::vector<int> budgets(const SectionColumn& col, int height) {
   std::vector<int> b;
   for (const auto* s : col) b.push_back(1 + static_cast<int>(s->lines.size()));
   const int gaps = col.empty() ? 0 : static_cast<int>(col.size()) - 1;
@@ -38,7 +38,7 @@ std::vector<int> budgets(const Column& col, int height) {
   return b;
 }
 
-void draw_column(const DrawContext& dc, const Column& col, int y, int x, int width, int height) {
+void draw_column(const DrawContext& dc, const SectionColumn& col, int y, int x, int width, int height) {
   DrawContext clip = dc;
   clip.cols = std::min(dc.cols, x + width);
   const auto b = budgets(col, height);
@@ -58,7 +58,7 @@ const Section* find(const std::vector<Section>& v, const char* prefix) {
 
 }  // namespace
 
-void draw_detail(const DrawContext& dc, const model::TopState& st) {
+void draw_detail(const DrawContext& dc, const TopState& st) {
   draw_header(dc, st, 2);
   const auto* t = st.selected();
   if (!t) {
@@ -73,7 +73,7 @@ void draw_detail(const DrawContext& dc, const model::TopState& st) {
   const int colw = two ? dc.cols / 2 - 1 : dc.cols;
   const int top = 5, height = dc.lines - 1 - top;
   std::vector<Section> secs;
-  Column left, right;
+  SectionColumn left, right;
   for (size_t rows = 10; rows >= 2; --rows) {
     secs = detail_sections(st, *t, static_cast<size_t>(colw), rows, dc.glyphs);
     left.clear();
@@ -92,4 +92,4 @@ void draw_detail(const DrawContext& dc, const model::TopState& st) {
   put(dc, dc.lines - 1, 0, footer_hint(st.replay().active), A_DIM);
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

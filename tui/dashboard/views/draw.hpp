@@ -10,7 +10,7 @@
 #include "tui/dashboard/views/header_text.hpp"
 #include "tui/dashboard/views/table_text.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 enum ColourPair : short { kPairTitle = 1, kPairHeader, kPairSelected, kPairBar, kPairWarn };
 
@@ -25,7 +25,7 @@ struct DrawContext {
 // Writes s cut to the screen width at (y, x); nothing outside the screen.
 void put(const DrawContext& dc, int y, int x, const std::string& s, int attr = 0);
 
-void draw_header(const DrawContext& dc, const model::TopState& st, int lines);
+void draw_header(const DrawContext& dc, const TopState& st, int lines);
 
 // What both tables (threads, processes) draw under kTableHeaderLines header lines: the column
 // header, a page of rows from `top` on with the selected one marked, "selected/count" when they
@@ -40,11 +40,11 @@ struct TableBody {
   std::function<std::string(size_t)> row;  // the text of row r (only the page's are asked for)
 };
 int table_height(const DrawContext& dc);  // rows on one page
-void draw_table_body(const DrawContext& dc, const model::TopState& st, const TableBody& body);
+void draw_table_body(const DrawContext& dc, const TopState& st, const TableBody& body);
 
-void draw_table(const DrawContext& dc, model::TopState& st);
-void draw_processes(const DrawContext& dc, model::TopState& st);
-void draw_detail(const DrawContext& dc, const model::TopState& st);
-void draw_help(const DrawContext& dc, const model::TopState& st);
+void draw_table(const DrawContext& dc, TopState& st);
+void draw_processes(const DrawContext& dc, TopState& st);
+void draw_detail(const DrawContext& dc, const TopState& st);
+void draw_help(const DrawContext& dc, const TopState& st);
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

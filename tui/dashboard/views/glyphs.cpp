@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 std::string printf_str(const char* fmt, double v) {
   char buf[64];
@@ -67,4 +67,4 @@ std::string bar(double fraction, size_t width, Glyphs g) {
   return s;
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

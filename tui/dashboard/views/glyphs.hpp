@@ -6,7 +6,7 @@
 #include <deque>
 #include <string>
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 struct Glyphs {
   bool utf8 = false;
@@ -23,4 +23,4 @@ std::string bar(double fraction, size_t width, Glyphs g);
 // printf of one number into a string (fmt: one conversion of a double).
 std::string printf_str(const char* fmt, double v);
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

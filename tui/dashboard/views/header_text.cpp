@@ -6,18 +6,17 @@
 
 #include "tui/dashboard/views/glyphs.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
-using model::TopState;
 
 namespace {
 
-std::string rate(double v) { return model::format_rate(v); }
-std::string pct(double v) { return model::format_pct(v); }
+std::string rate(double v) { return metrics::format_rate(v); }
+std::string pct(double v) { return metrics::format_pct(v); }
 
 // "quota /grp 0.20 CPU thr 45% 120ms  steal 3.1% cpu1  irq 12% cpu0", each part only when
 // there is something to say (a quota, any steal or interrupts above a tenth of a percent).
-std::string machine_summary(const model::Window& w) {
+std::string machine_summary(const analysis::Window& w) {
   std::string s;
   auto add = [&](const std::string& part) { s += (s.empty() ? "" : "  ") + part; };
   for (const auto& g : w.cgroups) {
@@ -25,8 +24,8 @@ std::string machine_summary(const model::Window& w) {
     add(fmt::format("quota {} {:.2f} CPU thr {:.0f}% {:.0f}ms", g.path, g.quota_cpus, g.throttled_periods_pct,
                     double(g.throttled_ns) / 1e6));
   }
-  const model::CpuWindow* steal = nullptr;
-  const model::CpuWindow* irq = nullptr;
+  const analysis::CpuWindow* steal = nullptr;
+  const analysis::CpuWindow* irq = nullptr;
   for (const auto& c : w.cpus) {
     if (!steal || c.steal_pct > steal->steal_pct) steal = &c;
     if (!irq || c.irq_pct + c.softirq_pct > irq->irq_pct + irq->softirq_pct) irq = &c;
@@ -70,7 +69,7 @@ std::vector<std::string> header_lines(const TopState& st) {
   std::string l2 = (w.processes.size() > 1 ? std::to_string(w.processes.size()) + " procs " : std::string()) +
                    std::to_string(threads) + " thr CPU " + pct(cpu) + "% wait " + pct(wait) + "% /s: csw " +
                    rate(csw) + " nvcs " + rate(nvcsw) + " mig " + rate(migr);
-  if (w.has(model::kFieldIo) && w.wall_s > 0)
+  if (w.has(snapshot::kFieldIo) && w.wall_s > 0)
     l2 += " cyc " + rate(double(cycles) / w.wall_s) + " ev/c " +
           printf_str("%.1f", cycles ? double(events) / double(cycles) : 0.0);
   out.push_back(l2);
@@ -80,10 +79,10 @@ std::vector<std::string> header_lines(const TopState& st) {
     if (!t.drain) continue;
     l3 += (l3.empty() ? "queue depth at drain: " : "  ") + t.comm + " avg " +
           printf_str("%.1f", t.drain->queue_depth_avg) + " p99 " +
-          printf_str("%.0f", model::linear_percentile(t.delta.drain_depth_hist, 99));
+          printf_str("%.0f", analysis::linear_percentile(t.delta.drain_depth_hist, 99));
   }
   if (l3.empty()) {
-    const auto lacks = model::missing_fields(w.fields);
+    const auto lacks = snapshot::missing_fields(w.fields);
     if (!lacks.empty()) {
       l3 = "lacks:";
       for (const auto& f : lacks) l3 += " " + f;
@@ -101,7 +100,7 @@ std::vector<std::string> header_lines(const TopState& st) {
   // The recording state replaces the legend (also in help) so that it fits 80 columns; what
   // top costs comes first, with a shorter legend after it.
   std::string l4;
-  if (st.cost) l4 = model::cost_short(*st.cost) + "  ";
+  if (st.cost) l4 = analysis::cost_short(*st.cost) + "  ";
   if (!st.recording.empty()) l4 += st.recording;
   else l4 += st.cost ? "b50/b99: q drain depth, e epoll ev/cycle" : "batch b50/b99: q = drain queue depth, e = epoll events/cycle";
   if (st.editing_filter()) l4 = "filter: " + st.filter() + "_   (Enter keeps, Esc clears)";
@@ -111,4 +110,4 @@ std::vector<std::string> header_lines(const TopState& st) {
   return out;
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

@@ -6,11 +6,11 @@
 
 #include "tui/dashboard/state/top_state.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 // Header lines over the table: target (and the process whose threads are shown, once one is
 // opened in the process view), interval, source, losses, recording; process totals; carriers'
 // queue depth at drain; status.
-std::vector<std::string> header_lines(const model::TopState& st);
+std::vector<std::string> header_lines(const TopState& st);
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

@@ -9,7 +9,7 @@
 #include "tui/dashboard/input/keymap.hpp"
 #include "tui/dashboard/views/draw.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 namespace {
 struct WindowDeleter {
@@ -18,7 +18,7 @@ struct WindowDeleter {
 using WindowPtr = std::unique_ptr<WINDOW, WindowDeleter>;
 }  // namespace
 
-void draw_help(const DrawContext& dc, const model::TopState& st) {
+void draw_help(const DrawContext& dc, const TopState& st) {
   std::vector<std::string> lines;
   for (const auto& b : bindings()) {
     if (b.replay_only && !st.replay().active) continue;
@@ -27,13 +27,13 @@ void draw_help(const DrawContext& dc, const model::TopState& st) {
   // The columns on screen too (their help is the metric catalog's), when the terminal is tall
   // enough for both: the process table's over the process view.
   std::vector<std::string> cols;
-  if (st.help_over() == model::ViewMode::processes) {
-    for (const auto& c : model::process_columns())
+  if (st.help_over() == ViewMode::processes) {
+    for (const auto& c : process_columns())
       if (st.process_column_shown(c.id)) cols.push_back(fit(c.title, 10) + " " + c.help);
   } else {
     lines.push_back("");
     lines.push_back("b50/b99: drain queue depth (q) when the thread drains, else epoll events/cycle (e)");
-    for (const auto& c : model::columns())
+    for (const auto& c : columns())
       if (st.column_shown(c.id)) cols.push_back(fit(c.title, 10) + " " + c.help);
   }
   if (dc.lines >= static_cast<int>(lines.size() + cols.size()) + 4) {
@@ -54,4 +54,4 @@ void draw_help(const DrawContext& dc, const model::TopState& st) {
   doupdate();
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

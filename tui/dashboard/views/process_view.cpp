@@ -2,9 +2,9 @@
 // row per process of the window, the key hint; drawn like the thread table (draw_table_body).
 #include "tui/dashboard/views/draw.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
-void draw_processes(const DrawContext& dc, model::TopState& st) {
+void draw_processes(const DrawContext& dc, TopState& st) {
   draw_header(dc, st, kTableHeaderLines);
   const auto cols = visible_process_columns(st, static_cast<size_t>(dc.cols));
   const auto rows = st.process_rows();
@@ -15,4 +15,4 @@ void draw_processes(const DrawContext& dc, model::TopState& st) {
                            [&](size_t r) { return process_row_text(cols, *rows[r], st); }});
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

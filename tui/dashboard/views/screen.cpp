@@ -10,7 +10,7 @@
 
 #include "tui/dashboard/views/draw.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 std::unique_ptr<Screen> Screen::open(std::string& error) {
   if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
@@ -60,15 +60,15 @@ int Screen::read_key(int timeout_ms) {
 
 int Screen::page_rows() const { return LINES > 7 ? LINES - 7 : 1; }
 
-void Screen::draw(model::TopState& st) {
+void Screen::draw(TopState& st) {
   erase();
   DrawContext dc{colour_, glyphs_, LINES, COLS};
   switch (st.view()) {
-    case model::ViewMode::table: draw_table(dc, st); break;
-    case model::ViewMode::detail: draw_detail(dc, st); break;
-    case model::ViewMode::processes: draw_processes(dc, st); break;
-    case model::ViewMode::help:
-      if (st.help_over() == model::ViewMode::processes) draw_processes(dc, st);
+    case ViewMode::table: draw_table(dc, st); break;
+    case ViewMode::detail: draw_detail(dc, st); break;
+    case ViewMode::processes: draw_processes(dc, st); break;
+    case ViewMode::help:
+      if (st.help_over() == ViewMode::processes) draw_processes(dc, st);
       else draw_table(dc, st);
       draw_help(dc, st);
       break;
@@ -76,4 +76,4 @@ void Screen::draw(model::TopState& st) {
   refresh();
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

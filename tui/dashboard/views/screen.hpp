@@ -9,7 +9,7 @@
 #include "tui/dashboard/state/top_state.hpp"
 #include "tui/dashboard/views/glyphs.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 class Screen {
  public:
@@ -21,7 +21,7 @@ class Screen {
 
   // Waits up to timeout_ms for a key; ERR (-1) when none came.
   int read_key(int timeout_ms);
-  void draw(model::TopState& st);
+  void draw(TopState& st);
   int page_rows() const;               // thread rows on one page of the table
   Glyphs glyphs() const { return glyphs_; }
 
@@ -31,4 +31,4 @@ class Screen {
   Glyphs glyphs_;
 };
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

@@ -2,11 +2,9 @@
 
 #include <algorithm>
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
-using model::Column;
-using model::ThreadWindow;
-using model::TopState;
+using analysis::ThreadWindow;
 
 namespace {
 
@@ -30,17 +28,17 @@ void fit_columns(std::vector<Col>& cols, size_t width, Info info) {
 std::string sort_title(std::string title, bool sorted, bool desc) { return sorted ? (desc ? "v" : "^") + title : title; }
 
 // The history column is drawn from the state (the sparkline); every other cell is the catalog's.
-std::string cell_text(Column c, const ThreadWindow& t, const TopState& st, Glyphs g) {
-  const auto& info = model::column_info(c);
+std::string cell_text(Column c, const analysis::ThreadWindow& t, const TopState& st, Glyphs g) {
+  const auto& info = column_info(c);
   if (c == Column::history) {
-    const auto* h = st.history(model::key_of(t));
+    const auto* h = st.history(key_of(t));
     if (!h) return "";
-    const auto& vals = st.spark() == model::SparkMetric::wait ? h->wait_pct : h->cpu_pct;
+    const auto& vals = st.spark() == SparkMetric::wait ? h->wait_pct : h->cpu_pct;
     const double peak = std::max(10.0, *std::max_element(vals.begin(), vals.end()));
     return sparkline(vals, static_cast<size_t>(info.width), peak, g);
   }
-  const model::Metric& m = *info.metric;
-  const auto v = model::value_of(m, st.window(), t);
+  const metrics::Metric& m = *info.metric;
+  const auto v = metrics::value_of(m, st.window(), t);
   if (!v) return "-";
   return m.tui.cell ? m.tui.cell(st.window(), t) : m.tui.format(*v);
 }
@@ -49,24 +47,24 @@ std::string cell_text(Column c, const ThreadWindow& t, const TopState& st, Glyph
 
 std::vector<Column> visible_columns(const TopState& st, size_t width, bool with_history) {
   std::vector<Column> cols;
-  for (const auto& c : model::columns())
+  for (const auto& c : columns())
     if (st.column_shown(c.id) && (with_history || c.id != Column::history)) cols.push_back(c.id);
-  fit_columns(cols, width, model::column_info);
+  fit_columns(cols, width, column_info);
   return cols;
 }
 
-std::vector<model::ProcColumn> visible_process_columns(const TopState& st, size_t width) {
-  std::vector<model::ProcColumn> cols;
-  for (const auto& c : model::process_columns())
+std::vector<ProcColumn> visible_process_columns(const TopState& st, size_t width) {
+  std::vector<ProcColumn> cols;
+  for (const auto& c : process_columns())
     if (st.process_column_shown(c.id)) cols.push_back(c.id);
-  fit_columns(cols, width, model::process_column_info);
+  fit_columns(cols, width, process_column_info);
   return cols;
 }
 
-std::string process_column_header(const std::vector<model::ProcColumn>& cols, const TopState& st) {
+std::string process_column_header(const std::vector<ProcColumn>& cols, const TopState& st) {
   std::string s;
   for (auto c : cols) {
-    const auto& info = model::process_column_info(c);
+    const auto& info = process_column_info(c);
     if (!s.empty()) s += ' ';
     s += fit(sort_title(info.title, c == st.process_sort_column(), st.process_sort_desc()),
              static_cast<size_t>(info.width), info.left);
@@ -74,18 +72,18 @@ std::string process_column_header(const std::vector<model::ProcColumn>& cols, co
   return s;
 }
 
-std::string process_row_text(const std::vector<model::ProcColumn>& cols, const model::ProcessWindow& p,
+std::string process_row_text(const std::vector<ProcColumn>& cols, const analysis::ProcessWindow& p,
                              const TopState& st) {
   std::string s;
   for (auto c : cols) {
-    const auto& info = model::process_column_info(c);
+    const auto& info = process_column_info(c);
     std::string cell;
     switch (c) {
-      case model::ProcColumn::pid: cell = std::to_string(p.pid); break;
-      case model::ProcColumn::command: cell = p.comm; break;
-      case model::ProcColumn::threads: cell = std::to_string(p.threads); break;
+      case ProcColumn::pid: cell = std::to_string(p.pid); break;
+      case ProcColumn::command: cell = p.comm; break;
+      case ProcColumn::threads: cell = std::to_string(p.threads); break;
       default: {
-        const auto v = model::process_value_of(*info.metric, st.window(), p);
+        const auto v = metrics::process_value_of(*info.metric, st.window(), p);
         cell = v ? info.metric->tui.format(*v) : "-";
       }
     }
@@ -98,23 +96,23 @@ std::string process_row_text(const std::vector<model::ProcColumn>& cols, const m
 std::string column_header(const std::vector<Column>& cols, const TopState& st) {
   std::string s;
   for (auto c : cols) {
-    const auto& info = model::column_info(c);
+    const auto& info = column_info(c);
     std::string title = info.title;
-    if (c == Column::history) title += st.spark() == model::SparkMetric::wait ? " %wait" : " %cpu";
+    if (c == Column::history) title += st.spark() == SparkMetric::wait ? " %wait" : " %cpu";
     if (!s.empty()) s += ' ';
     s += fit(sort_title(title, c == st.sort_column(), st.sort_desc()), static_cast<size_t>(info.width), info.left);
   }
   return s;
 }
 
-std::string row_text(const std::vector<Column>& cols, const ThreadWindow& t, const TopState& st, Glyphs g) {
+std::string row_text(const std::vector<Column>& cols, const analysis::ThreadWindow& t, const TopState& st, Glyphs g) {
   std::string s;
   for (auto c : cols) {
-    const auto& info = model::column_info(c);
+    const auto& info = column_info(c);
     if (!s.empty()) s += ' ';
     s += fit(cell_text(c, t, st, g), static_cast<size_t>(info.width), info.left);
   }
   return s;
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

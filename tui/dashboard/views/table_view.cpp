@@ -7,7 +7,7 @@
 #include "tui/dashboard/input/keymap.hpp"
 #include "tui/dashboard/views/draw.hpp"
 
-namespace platoon::tui {
+namespace platoon::dashboard {
 
 int DrawContext::attr(ColourPair pair, int mono) const { return colour ? static_cast<int>(COLOR_PAIR(pair)) : mono; }
 
@@ -21,7 +21,7 @@ void put(const DrawContext& dc, int y, int x, const std::string& s, int a) {
   if (a) attroff(a);
 }
 
-void draw_header(const DrawContext& dc, const model::TopState& st, int lines) {
+void draw_header(const DrawContext& dc, const TopState& st, int lines) {
   const auto hl = header_lines(st);
   for (int i = 0; i < lines && i < static_cast<int>(hl.size()); ++i) {
     int a = i == 0 ? dc.attr(kPairTitle, 0) | A_BOLD : 0;
@@ -32,7 +32,7 @@ void draw_header(const DrawContext& dc, const model::TopState& st, int lines) {
 
 int table_height(const DrawContext& dc) { return dc.lines - kTableHeaderLines - 2; }
 
-void draw_table_body(const DrawContext& dc, const model::TopState& st, const TableBody& body) {
+void draw_table_body(const DrawContext& dc, const TopState& st, const TableBody& body) {
   put(dc, kTableHeaderLines, 0, fit(body.header, static_cast<size_t>(dc.cols)), dc.attr(kPairHeader, A_REVERSE));
   const int first = kTableHeaderLines + 1;
   const int height = table_height(dc);
@@ -53,7 +53,7 @@ void draw_table_body(const DrawContext& dc, const model::TopState& st, const Tab
   put(dc, dc.lines - 1, 0, footer_hint(st.replay().active), A_DIM);
 }
 
-void draw_table(const DrawContext& dc, model::TopState& st) {
+void draw_table(const DrawContext& dc, TopState& st) {
   draw_header(dc, st, kTableHeaderLines);
   const auto cols = visible_columns(st, static_cast<size_t>(dc.cols), true);
   const auto rows = st.rows();
@@ -66,4 +66,4 @@ void draw_table(const DrawContext& dc, model::TopState& st) {
                            [&](size_t r) { return row_text(cols, *rows[r], st, dc.glyphs); }});
 }
 
-}  // namespace platoon::tui
+}  // namespace platoon::dashboard

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace platoon::cli {
+namespace platoon::web {
 
 struct HttpResponse {
   int status = 200;
@@ -46,4 +46,4 @@ class HttpListener {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace platoon::cli
+}  // namespace platoon::web

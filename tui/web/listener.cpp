@@ -1,4 +1,4 @@
-#include "tui/http/listener.hpp"
+#include "tui/web/listener.hpp"
 
 #include <arpa/inet.h>
 #include <event2/buffer.h>
@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace platoon::cli {
+namespace platoon::web {
 namespace {
 
 // A scrape is one small request; anything bigger or slower is not Prometheus.
@@ -363,4 +363,4 @@ int HttpListener::run(HttpHandler handler, int tick_ms, std::function<bool()> ti
   return im.stop_signal;
 }
 
-}  // namespace platoon::cli
+}  // namespace platoon::web
