@@ -35,4 +35,4 @@ inline double num(const Object& o, const char* key) {
   return v && v->number() ? *v->number() : -1;
 }
 
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor

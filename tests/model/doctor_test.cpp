@@ -508,4 +508,4 @@ TEST(DoctorCompare, SameFindingsNumbersDecideOrNeither) {
 }
 
 }  // namespace
-}  // namespace platoon::model::doctor
+}  // namespace platoon::analysis::doctor
