@@ -59,45 +59,39 @@ TraceMeta sample_meta() {
   m.pids = {4242, 4243};
   m.comm = "platoon-server";
   m.command = {"./platoon-server", "--port", "8080", "arg with spaces"};
+  m.runtime = "platoon-rt";
   return m;
 }
 
-// Distinct non-zero values everywhere, derived from `seed`, so a swapped or dropped field shows.
+// Visits the field list (bpf/snapshot/thread_fields.hpp), giving every entry, slot by slot,
+// its own value: large, so that each is a multi-byte varint.
+struct SetEveryListedField {
+  ThreadSample& t;
+  uint64_t v;
+  uint64_t next() { return v += 1'000'003; }
+  void counter(uint64_t ThreadSample::*m, const char*) { t.*m = next(); }
+  void maximum(uint64_t ThreadSample::*m, const char*) { t.*m = next(); }
+  template <size_t N>
+  void hist(std::array<uint64_t, N> ThreadSample::*m, const char*) {
+    for (uint64_t& slot : t.*m) slot = next();
+  }
+  void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char*) { t.*m = {next(), next(), next()}; }
+};
+
+// Distinct non-zero values everywhere, derived from `seed`, so a swapped or dropped field shows;
+// then the edges of the encoding: the full 64-bit range, trimmed trailing zeros, a zero slot.
 ThreadSample sample_thread(uint32_t tid, uint64_t seed) {
   ThreadSample t;
-  uint64_t v = seed * 1000 + tid;
-  auto next = [&] { return v += 7919; };
   t.tid = tid;
   t.pid = 4242;
   t.comm = "carrier-" + std::to_string(tid);
   t.exited = tid % 2 == 1;
-  t.first_seen_ns = next();
+  t.first_seen_ns = seed * 1000 + tid;
   t.last_cpu = tid % 3;
-  t.run_ns = next() * 1'000'000;  // large: multi-byte varints
-  t.wait_ns = next();
-  t.switches_voluntary = next();
-  t.switches_involuntary = next();
-  t.switch_ins = next();
-  t.migrations = next();
-  t.wakeups = next();
-  t.runq_max_ns = ~uint64_t{0} - seed;  // the full 64-bit range
-  for (auto& x : t.runq_hist) x = next();
-  t.runq_hist[kRunqSlots - 1] = 0;      // trailing zeros are trimmed on disk
-  t.cpu_switch_ins = {next(), 0, next()};
-  t.io_cycles = next();
-  t.io_events = next();
-  t.io_blocked_ns = next();
-  for (auto& x : t.io_events_hist) x = next() % 5;
-  t.drains = next();
-  t.drain_depth_sum = next();
-  t.drain_depth_hist[0] = next();
-  t.drain_depth_hist[kBatchSlots - 1] = next();
-  t.drain_fibers_run = next();
-  t.drain_ns = next();
-  t.steals = next();
-  t.stolen_fibers = next();
-  t.polls = next();
-  t.poll_events = next();
+  for_each_thread_field(SetEveryListedField{t, seed * 1000 + tid});
+  t.runq_max_ns = ~uint64_t{0} - seed;
+  t.runq_hist[kRunqSlots - 1] = 0;  // trailing zeros are trimmed on disk
+  t.cpu_switch_ins[1] = 0;
   return t;
 }
 
@@ -293,19 +287,9 @@ TEST_F(TraceFileTest, RoundTripsEveryField) {
       off += kChunkHeaderBytes + len;
     }
     EXPECT_EQ(compressed > 0, compress);
-    EXPECT_EQ(c->meta.tool_version, want.tool_version);
-    EXPECT_EQ(c->meta.hostname, want.hostname);
-    EXPECT_EQ(c->meta.kernel, want.kernel);
-    EXPECT_EQ(c->meta.target, want.target);
-    EXPECT_EQ(c->meta.attach_mode, want.attach_mode);
-    EXPECT_EQ(c->meta.source, want.source);
-    EXPECT_EQ(c->meta.ncpus, want.ncpus);
-    EXPECT_EQ(c->meta.interval_ns, want.interval_ns);
-    EXPECT_EQ(c->meta.start_boottime_ns, want.start_boottime_ns);
-    EXPECT_EQ(c->meta.start_realtime_ns, want.start_realtime_ns);
-    EXPECT_EQ(c->meta.pids, want.pids);
-    EXPECT_EQ(c->meta.comm, want.comm);
-    EXPECT_EQ(c->meta.command, want.command);
+    want.version = c->meta.version;  // the versions asserted above, the rest field by field
+    want.minor_version = c->meta.minor_version;
+    EXPECT_EQ(c->meta, want);
     ASSERT_EQ(c->snapshots.size(), snaps.size());
     for (size_t i = 0; i < snaps.size(); ++i) expect_same_snapshot(c->snapshots[i], snaps[i]);
     ASSERT_EQ(c->notes.size(), 2u);
@@ -729,21 +713,6 @@ TEST_F(TraceFileTest, WritesFuzzSeedsWhenAsked) {
     ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
   }
 }
-
-// Visits the field list (bpf/snapshot/thread_fields.hpp), giving every entry, slot by slot,
-// its own value: large, so that each is a multi-byte varint.
-struct SetEveryListedField {
-  ThreadSample& t;
-  uint64_t v;
-  uint64_t next() { return v += 1'000'003; }
-  void counter(uint64_t ThreadSample::*m, const char*) { t.*m = next(); }
-  void maximum(uint64_t ThreadSample::*m, const char*) { t.*m = next(); }
-  template <size_t N>
-  void hist(std::array<uint64_t, N> ThreadSample::*m, const char*) {
-    for (uint64_t& slot : t.*m) slot = next();
-  }
-  void per_cpu(std::vector<uint64_t> ThreadSample::*m, const char*) { t.*m = {next(), next(), next()}; }
-};
 
 // The codec iterates the field list; so does this test, so a field added to the list but left
 // out of (or special-cased wrongly in) the writer or the reader fails here, by name.

@@ -18,6 +18,24 @@ void num(Writer& j, double v, int decimals = 3) {
   j.Double(static_cast<double>(static_cast<long long>(v * f + (v >= 0 ? 0.5 : -0.5))) / f);
 }
 
+// The CPU table's shares of each CPU's time, in column order; text and JSON both iterate it.
+// JSON carries the counter a share was measured from beside it, where there is one.
+struct CpuShare {
+  const char* title;     // text column
+  int width, decimals;   // text cell
+  const char* pct_key;   // JSON
+  double analysis::CpuWindow::*pct;
+  const char* ns_key;    // JSON, after all the shares; nullptr: none
+  uint64_t analysis::CpuWindow::*ns;
+};
+constexpr CpuShare kCpuShares[] = {
+    {"busy", 7, 1, "busy_pct", &analysis::CpuWindow::busy_pct, nullptr, nullptr},
+    {"steal", 7, 2, "steal_pct", &analysis::CpuWindow::steal_pct, "steal_ns", &analysis::CpuWindow::steal_ns},
+    {"irq", 8, 2, "irq_pct", &analysis::CpuWindow::irq_pct, "irq_ns", &analysis::CpuWindow::irq_ns},
+    {"softirq", 7, 2, "softirq_pct", &analysis::CpuWindow::softirq_pct, "softirq_ns", &analysis::CpuWindow::softirq_ns},
+    {"idle", 7, 1, "idle_pct", &analysis::CpuWindow::idle_pct, nullptr, nullptr},
+};
+
 // A cause's column: its label and a space, and at least room for "100.00".
 size_t cause_width(const analysis::WaitCause& c) { return std::max<size_t>(7, std::string_view(c.label).size() + 1); }
 
@@ -50,10 +68,14 @@ std::string text_cpus(const analysis::Window& w) {
   std::string s;
   auto o = std::back_inserter(s);
   fmt::format_to(o, "\nCPUs (/proc/stat over the window: % of each CPU's time)\n");
-  fmt::format_to(o, "{:>5} {:>7} {:>7} {:>8} {:>7} {:>7}\n", "CPU", "busy", "steal", "irq", "softirq", "idle");
-  for (const analysis::CpuWindow& c : w.cpus)
-    fmt::format_to(o, "{:>5} {:>7.1f} {:>7.2f} {:>8.2f} {:>7.2f} {:>7.1f}\n", c.cpu, c.busy_pct, c.steal_pct, c.irq_pct,
-                   c.softirq_pct, c.idle_pct);
+  fmt::format_to(o, "{:>5}", "CPU");
+  for (const CpuShare& share : kCpuShares) fmt::format_to(o, " {:>{}}", share.title, share.width);
+  fmt::format_to(o, "\n");
+  for (const analysis::CpuWindow& c : w.cpus) {
+    fmt::format_to(o, "{:>5}", c.cpu);
+    for (const CpuShare& share : kCpuShares) fmt::format_to(o, " {:>{}.{}f}", c.*share.pct, share.width, share.decimals);
+    fmt::format_to(o, "\n");
+  }
   return s;
 }
 
@@ -81,14 +103,9 @@ void json_cpus(Writer& j, const analysis::Window& w) {
   for (const analysis::CpuWindow& c : w.cpus) {
     j.StartObject();
     j.Key("cpu"), j.Uint(c.cpu);
-    j.Key("busy_pct"), num(j, c.busy_pct);
-    j.Key("steal_pct"), num(j, c.steal_pct);
-    j.Key("irq_pct"), num(j, c.irq_pct);
-    j.Key("softirq_pct"), num(j, c.softirq_pct);
-    j.Key("idle_pct"), num(j, c.idle_pct);
-    j.Key("steal_ns"), j.Uint64(c.steal_ns);
-    j.Key("irq_ns"), j.Uint64(c.irq_ns);
-    j.Key("softirq_ns"), j.Uint64(c.softirq_ns);
+    for (const CpuShare& share : kCpuShares) j.Key(share.pct_key), num(j, c.*share.pct);
+    for (const CpuShare& share : kCpuShares)
+      if (share.ns) j.Key(share.ns_key), j.Uint64(c.*share.ns);
     j.EndObject();
   }
   j.EndArray();

@@ -8,55 +8,83 @@
 
 namespace platoon::trace {
 
-void encode_meta(ByteWriter& w, const TraceMeta& m) {
-  w.str(m.tool_version);
-  w.str(m.hostname);
-  w.str(m.kernel);
-  w.str(m.target);
-  w.str(m.attach_mode);
-  w.u8(static_cast<uint8_t>(m.source));
-  w.varint(m.ncpus);
-  w.varint(m.interval_ns);
-  w.varint(m.start_boottime_ns);
-  w.varint(m.start_realtime_ns);
-  size_t npids = m.pids.size() < kMaxListItems ? m.pids.size() : kMaxListItems;
-  w.varint(npids);
-  for (size_t i = 0; i < npids; ++i) w.varint(m.pids[i]);
-  w.str(m.comm);
-  size_t nwords = m.command.size() < kMaxListItems ? m.command.size() : kMaxListItems;
-  w.varint(nwords);
-  for (size_t i = 0; i < nwords; ++i) w.str(m.command[i]);
-  w.str(m.runtime);  // minor 2
-}
-
 namespace {
 
+// The records whose fields are plain values (the meta block, a thread's head, a pair) list
+// them once, in the format's order, in a function of an Io: Put writes each field and Get reads
+// it back, so that the writer and the reader cannot disagree.
+struct Put {
+  ByteWriter& w;
+
+  void operator()(const std::string& s) { w.str(s); }
+  void operator()(uint64_t v) { w.varint(v); }
+  void flag(bool b) { w.u8(b ? 1 : 0); }
+  template <typename Enum>
+  void code(Enum e, bool (*)(uint8_t)) { w.u8(static_cast<uint8_t>(e)); }
+  // A list is cut at the format's kMaxListItems rather than making the chunk unreadable.
+  template <typename T>
+  void list(const std::vector<T>& v) {
+    const size_t n = std::min<size_t>(v.size(), kMaxListItems);
+    w.varint(n);
+    for (size_t i = 0; i < n; ++i) (*this)(v[i]);
+  }
+  // A field a later minor version appended: written always, read when the body has it.
+  void appended(const std::string& s) { w.str(s); }
+};
+
+struct Get {
+  ByteReader& r;
+
+  void operator()(std::string& s) { s = r.str(); }
+  void operator()(uint32_t& v) { v = r.varint32(); }
+  void operator()(uint64_t& v) { v = r.varint(); }
+  void flag(bool& b) {
+    const uint8_t v = r.u8();
+    if (v > 1) r.fail();
+    b = v == 1;
+  }
+  template <typename Enum>
+  void code(Enum& e, bool (*valid)(uint8_t)) {
+    const uint8_t v = r.u8();
+    if (!valid(v)) r.fail();
+    e = static_cast<Enum>(v);
+  }
+  template <typename T>
+  void list(std::vector<T>& v) {
+    const size_t n = r.count(kMaxListItems);
+    for (size_t i = 0; i < n && r.ok(); ++i) (*this)(v.emplace_back());
+  }
+  void appended(std::string& s) {
+    if (r.ok() && r.remaining() > 0) s = r.str();
+  }
+};
+
+bool valid_source(uint8_t v) { return v <= static_cast<uint8_t>(snapshot::Source::procfs); }
+bool valid_pair_kind(uint8_t v) { return v == PLATOON_PAIR_PREEMPTED_BY || v == PLATOON_PAIR_WOKEN_BY; }
+
 bool decode_source(ByteReader& r, snapshot::Source* s) {
-  uint8_t v = r.u8();
-  if (v > static_cast<uint8_t>(snapshot::Source::procfs)) return false;
-  *s = static_cast<snapshot::Source>(v);
-  return true;
+  Get{r}.code(*s, valid_source);
+  return r.ok();
+}
+
+// Meta is TraceMeta, or const TraceMeta for Put.
+template <typename Io, typename Meta>
+void meta_fields(Io&& io, Meta& m) {
+  io(m.tool_version), io(m.hostname), io(m.kernel), io(m.target), io(m.attach_mode);
+  io.code(m.source, valid_source);
+  io(m.ncpus), io(m.interval_ns), io(m.start_boottime_ns), io(m.start_realtime_ns);
+  io.list(m.pids);
+  io(m.comm);
+  io.list(m.command);
+  io.appended(m.runtime);  // minor 2
 }
 
 }  // namespace
 
+void encode_meta(ByteWriter& w, const TraceMeta& m) { meta_fields(Put{w}, m); }
+
 bool decode_meta(ByteReader& r, TraceMeta& m) {
-  m.tool_version = r.str();
-  m.hostname = r.str();
-  m.kernel = r.str();
-  m.target = r.str();
-  m.attach_mode = r.str();
-  if (!decode_source(r, &m.source)) return false;
-  m.ncpus = r.varint32();
-  m.interval_ns = r.varint();
-  m.start_boottime_ns = r.varint();
-  m.start_realtime_ns = r.varint();
-  size_t npids = r.count(kMaxListItems);
-  for (size_t i = 0; i < npids && r.ok(); ++i) m.pids.push_back(r.varint32());
-  m.comm = r.str();
-  size_t nwords = r.count(kMaxListItems);
-  for (size_t i = 0; i < nwords && r.ok(); ++i) m.command.push_back(r.str());
-  if (r.ok() && r.remaining() > 0) m.runtime = r.str();  // minor 2
+  meta_fields(Get{r}, m);
   return r.ok();  // trailing bytes: fields a newer minor version appended
 }
 
@@ -180,53 +208,37 @@ struct DecodeFields {
   void per_cpu(std::vector<uint64_t> snapshot::ThreadSample::*m, const char*) { cpu_list(r, t.*m, keep); }
 };
 
-// Field order is the format (docs/trace-format.md, "SNAP"); decode_thread below reads it. The
-// entries from cpu_overflow on go after the pairs (encode_snapshot).
+// A thread's record: its head, then the 1.0 run of the field list (docs/trace-format.md,
+// "SNAP"). The entries from cpu_overflow on go after the pairs (encode_snapshot).
+template <typename Io, typename Thread>
+void thread_head(Io&& io, Thread& t) {
+  io(t.tid), io(t.pid), io(t.comm);
+  io.flag(t.exited);
+  io(t.first_seen_ns), io(t.last_cpu);
+}
+
 void encode_thread(ByteWriter& w, const snapshot::ThreadSample& t) {
-  w.varint(t.tid);
-  w.varint(t.pid);
-  w.str(t.comm);
-  w.u8(t.exited ? 1 : 0);
-  w.varint(t.first_seen_ns);
-  w.varint(t.last_cpu);
+  thread_head(Put{w}, t);
   snapshot::for_each_thread_field(minor0_run(EncodeFields{w, t}));
 }
 
-// Reads what encode_thread wrote, field by field; the entries from cpu_overflow on come from
-// after the pairs (decode_snapshot).
 bool decode_thread(ByteReader& r, snapshot::ThreadSample& t, Keep& keep) {
-  t.tid = r.varint32();
-  t.pid = r.varint32();
-  t.comm = r.str();
-  uint8_t flags = r.u8();
-  if (flags > 1) return false;
-  t.exited = flags == 1;
-  t.first_seen_ns = r.varint();
-  t.last_cpu = r.varint32();
+  thread_head(Get{r}, t);
   snapshot::for_each_thread_field(minor0_run(DecodeFields{r, t, keep}));
   return r.ok();
 }
 
-void encode_pair(ByteWriter& w, const snapshot::PairSample& p) {
-  w.varint(p.tid);
-  w.u8(static_cast<uint8_t>(p.kind));
-  w.varint(p.other_tid);
-  w.varint(p.other_pid);
-  w.str(p.other_comm);
-  w.varint(p.count);
-  w.varint(p.ns);
+template <typename Io, typename Pair>
+void pair_fields(Io&& io, Pair& p) {
+  io(p.tid);
+  io.code(p.kind, valid_pair_kind);
+  io(p.other_tid), io(p.other_pid), io(p.other_comm), io(p.count), io(p.ns);
 }
 
+void encode_pair(ByteWriter& w, const snapshot::PairSample& p) { pair_fields(Put{w}, p); }
+
 bool decode_pair(ByteReader& r, snapshot::PairSample& p) {
-  p.tid = r.varint32();
-  uint8_t kind = r.u8();
-  if (kind != PLATOON_PAIR_PREEMPTED_BY && kind != PLATOON_PAIR_WOKEN_BY) return false;
-  p.kind = static_cast<snapshot::PairKind>(kind);
-  p.other_tid = r.varint32();
-  p.other_pid = r.varint32();
-  p.other_comm = r.str();
-  p.count = r.varint();
-  p.ns = r.varint();
+  pair_fields(Get{r}, p);
   return r.ok();
 }
 

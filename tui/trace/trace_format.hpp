@@ -104,6 +104,8 @@ struct TraceMeta {
   std::string comm;
   std::vector<std::string> command;
   std::string runtime;                    // since 1.2: what the target is (to_string(RuntimeKind)), "" unknown
+
+  bool operator==(const TraceMeta&) const = default;
 };
 
 // Conventional stop reasons (free-form strings in the file; these are what `record` writes).
