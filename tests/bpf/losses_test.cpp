@@ -95,9 +95,7 @@ TEST_F(LossesTest, IdlePairsAgeOutAndKeepTheirCounts) {
 // A thread map of 8 entries and 5 rounds of 10 short-lived threads: each thread that never got
 // an entry is counted once, however many events it had.
 TEST_F(LossesTest, FullThreadMapCountsThreadsNotEvents) {
-  CollectorOptions o;
-  o.threads_max = 8;
-  auto c = open(o);
+  auto c = open(CollectorOptions{.threads_max = 8});
   ASSERT_TRUE(c);
   // ~40 events each
   const auto [spawned, never, s] = snapshot_thread_rounds(*c, 5, 10, 20, 500);

@@ -61,9 +61,7 @@ TEST_P(ThreadEntriesTest, AnExitedThreadIsReportedOnceWithItsFinalCounts) {
 // Room for 16 entries and 6 rounds of 10 threads: as each round's exits are reported their
 // room comes back, so all 60 threads are tracked and none is counted as untracked.
 TEST_P(ThreadEntriesTest, RoomComesBackAsExitsAreReported) {
-  CollectorOptions o;
-  o.threads_max = 16;
-  auto c = open_in_place(o);
+  auto c = open_in_place(CollectorOptions{.threads_max = 16});
   ASSERT_TRUE(c);
   const auto [spawned, never, s] = snapshot_thread_rounds(*c, 6, 10, 10, 300);
   EXPECT_EQ(spawned.size(), 60u);

@@ -166,51 +166,24 @@ platoon_event_header header(uint16_t type, uint64_t ts, uint32_t tid) {
 constexpr uint64_t kEventsPerBatch = 9;
 std::vector<uint8_t> sample_events(uint64_t base, uint64_t* count) {
   std::vector<uint8_t> buf;
-  platoon_ev_switch sw{};
-  sw.h = header(PLATOON_EV_SWITCH, base + 1, 4242);
-  sw.prev_pid = 4242;
-  sw.next_tid = 99;
-  sw.next_pid = 98;
-  sw.prev_state = 0;
-  sw.prev_prio = 120;
-  sw.next_prio = -1;
+  platoon_ev_switch sw{.h = header(PLATOON_EV_SWITCH, base + 1, 4242), .prev_pid = 4242, .next_tid = 99,
+                       .next_pid = 98, .prev_state = 0, .prev_prio = 120, .next_prio = -1};
   std::strcpy(sw.prev_comm, "carrier-0");
   std::strcpy(sw.next_comm, "master-poller");
   append_record(buf, sw);
   for (uint16_t type : {PLATOON_EV_WAKING, PLATOON_EV_WAKEUP, PLATOON_EV_WAKEUP_NEW}) {
-    platoon_ev_wake w{};
-    w.h = header(type, base + 2 + type, 4243);
-    w.pid = 4242;
-    w.target_cpu = 1;
-    w.prio = 120;
-    w.waker_tid = 99;
+    platoon_ev_wake w{
+        .h = header(type, base + 2 + type, 4243), .pid = 4242, .target_cpu = 1, .prio = 120, .waker_tid = 99};
     std::strcpy(w.comm, "carrier-1");
     append_record(buf, w);
   }
-  platoon_ev_migrate m{};
-  m.h = header(PLATOON_EV_MIGRATE, base + 10, 4242);
-  m.pid = 4242;
-  m.orig_cpu = 0;
-  m.dest_cpu = 1;
-  m.prio = 120;
-  append_record(buf, m);
-  platoon_ev_exit e{};
-  e.h = header(PLATOON_EV_EXIT, base + 11, 4244);
-  e.pid = 4242;
-  append_record(buf, e);
-  platoon_ev_epoll ep{};
-  ep.h = header(PLATOON_EV_EPOLL, base + 12, 4242);
-  ep.nevents = -4;  // -EINTR
-  ep.enter_ns = base + 5;
-  append_record(buf, ep);
-  for (uint16_t type : {PLATOON_EV_DRAIN, PLATOON_EV_STEAL}) {
-    platoon_ev_runtime r{};
-    r.h = header(type, base + 13 + type, 4242);
-    r.carrier = 1;
-    r.a = -2;
-    r.b = int64_t(base);
-    append_record(buf, r);
-  }
+  append_record(buf, platoon_ev_migrate{
+                         .h = header(PLATOON_EV_MIGRATE, base + 10, 4242), .pid = 4242, .orig_cpu = 0, .dest_cpu = 1, .prio = 120});
+  append_record(buf, platoon_ev_exit{.h = header(PLATOON_EV_EXIT, base + 11, 4244), .pid = 4242});
+  // nevents -4: -EINTR
+  append_record(buf, platoon_ev_epoll{.h = header(PLATOON_EV_EPOLL, base + 12, 4242), .nevents = -4, .enter_ns = base + 5});
+  for (uint16_t type : {PLATOON_EV_DRAIN, PLATOON_EV_STEAL})
+    append_record(buf, platoon_ev_runtime{.h = header(type, base + 13 + type, 4242), .carrier = 1, .a = -2, .b = int64_t(base)});
   *count = kEventsPerBatch;
   return buf;
 }

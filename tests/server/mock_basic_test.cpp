@@ -72,6 +72,12 @@ class Client : public platoon::test::Conn {
   MockProcess var(std::vector<std::string>{"--port", "0", __VA_ARGS__});          \
   ASSERT_TRUE(var.started()) << "platoon-mock did not start: " << var.output()
 
+// A mock with one thread that thinks think_ms per request, and a client connected to it.
+#define START_MOCK_AND_CONNECT(mock, client, think_ms)                \
+  START_MOCK(mock, "--threads", "1", "--think-time-ms", think_ms); \
+  Client client(mock.port());                                       \
+  ASSERT_TRUE(client.ok())
+
 void expect_fruits(const Message& m) {
   EXPECT_EQ(m.status, 200);
   EXPECT_EQ(m.content_type, "application/json");
@@ -79,9 +85,7 @@ void expect_fruits(const Message& m) {
 }
 
 TEST(MockBasic, FruitsBodyAndHeaders) {
-  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0");
-  Client c(mock.port());
-  ASSERT_TRUE(c.ok());
+  START_MOCK_AND_CONNECT(mock, c, "0");
   ASSERT_TRUE(c.get("/fruits"));
   Message m;
   std::string raw;
@@ -106,9 +110,7 @@ TEST(MockBasic, FruitsBodyAndHeaders) {
 }
 
 TEST(MockBasic, ThinkTimeRespected) {
-  START_MOCK(mock, "--threads", "1", "--think-time-ms", "20");
-  Client c(mock.port());
-  ASSERT_TRUE(c.ok());
+  START_MOCK_AND_CONNECT(mock, c, "20");
   for (int i = 0; i < 5; ++i) {
     const auto t0 = Clock::now();
     Message m;
@@ -132,9 +134,7 @@ TEST(MockBasic, ThinkTimeRespected) {
 }
 
 TEST(MockBasic, FractionalThinkTime) {
-  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0.5");
-  Client c(mock.port());
-  ASSERT_TRUE(c.ok());
+  START_MOCK_AND_CONNECT(mock, c, "0.5");
   double best = 1e9;
   for (int i = 0; i < 20; ++i) {
     const auto t0 = Clock::now();
@@ -181,9 +181,7 @@ TEST(MockBasic, ConcurrentThinkTimesAreTimersNotSleeps) {
 
 TEST(MockBasic, PipelinedRequestsAnsweredInOrder) {
   // The think time delays /fruits but not /health or 404s: order must still be request order.
-  START_MOCK(mock, "--threads", "1", "--think-time-ms", "5");
-  Client c(mock.port());
-  ASSERT_TRUE(c.ok());
+  START_MOCK_AND_CONNECT(mock, c, "5");
   const std::string req = "GET /fruits HTTP/1.1\r\nHost: x\r\n\r\n"
                           "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n"
                           "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -223,9 +221,7 @@ TEST(MockBasic, PipelinedRequestsAnsweredInOrder) {
 }
 
 TEST(MockBasic, RequestSplitAcrossWrites) {
-  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0");
-  Client c(mock.port());
-  ASSERT_TRUE(c.ok());
+  START_MOCK_AND_CONNECT(mock, c, "0");
   ASSERT_TRUE(c.send_all("GET /fru"));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(c.send_all("its HTTP/1.1\r\nHost: x\r"));
@@ -240,9 +236,7 @@ TEST(MockBasic, RequestSplitAcrossWrites) {
 }
 
 TEST(MockBasic, NotFoundKeepsConnection) {
-  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0");
-  Client c(mock.port());
-  ASSERT_TRUE(c.ok());
+  START_MOCK_AND_CONNECT(mock, c, "0");
   Message m;
   ASSERT_TRUE(c.fetch(m, "/nothing/here"));
   EXPECT_EQ(m.status, 404);
@@ -303,9 +297,7 @@ TEST(MockBasic, ConnectionCloseHonoured) {
 }
 
 TEST(MockBasic, HalfClosedClientStillAnswered) {
-  START_MOCK(mock, "--threads", "1", "--think-time-ms", "3");
-  Client c(mock.port());
-  ASSERT_TRUE(c.ok());
+  START_MOCK_AND_CONNECT(mock, c, "3");
   ASSERT_TRUE(c.send_all("GET /fruits HTTP/1.1\r\n\r\nGET /fruits HTTP/1.1\r\n\r\n"));
   shutdown(c.fd(), SHUT_WR);
   Message m;
@@ -318,9 +310,7 @@ TEST(MockBasic, HalfClosedClientStillAnswered) {
 }
 
 TEST(MockBasic, KeepAliveManyRequestsOnOneConnection) {
-  START_MOCK(mock, "--threads", "1", "--think-time-ms", "0");
-  Client c(mock.port());
-  ASSERT_TRUE(c.ok());
+  START_MOCK_AND_CONNECT(mock, c, "0");
   for (int i = 0; i < 2000; ++i) {
     Message m;
     ASSERT_TRUE(c.fetch(m, "/fruits")) << i;
