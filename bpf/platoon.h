@@ -26,7 +26,8 @@ enum platoon_drop {
 	PLATOON_DROP_THREADS = 1,   /* stats map full: a target thread is not tracked */
 	PLATOON_DROP_PAIRS = 2,     /* pair map full: a preemptor or waker was not recorded */
 	PLATOON_DROP_TARGETS = 3,   /* target map full: a matching process was not added */
-	PLATOON_DROP_KINDS = 4,
+	PLATOON_DROP_REQUESTS = 4,  /* request ring full: a completed request was not written */
+	PLATOON_DROP_KINDS = 5,
 };
 
 /* Per-thread aggregates, one entry per target thread in the `stats` hash (key: tid).
@@ -120,6 +121,7 @@ enum platoon_event_type {
 	PLATOON_EV_EPOLL = 7,          /* one epoll wait call, at its return */
 	PLATOON_EV_DRAIN = 8,          /* runtime drain_start */
 	PLATOON_EV_STEAL = 9,          /* runtime steal */
+	PLATOON_EV_REQUEST = 10,       /* one request on a target's TCP connection, at its end */
 };
 struct platoon_event_header {
 	__u64 ts_ns;
@@ -172,6 +174,42 @@ struct platoon_ev_runtime {         /* DRAIN (a = queue depth, b = fibers run) a
 	__s64 b;
 };
 
+/* One request on a TCP connection of a target (bpf/requests.bpf.h says how the three moments
+ * are found). Server side, on a connection the target accepted: ready = the first bytes of the
+ * request became readable, read = a target thread first read them, written = it first wrote
+ * the response. Client side, on a connection the target made: sent = it wrote, ready = the
+ * reply became readable, read = it read it. */
+enum platoon_request_side {
+	PLATOON_REQ_SERVER = 0,
+	PLATOON_REQ_CLIENT = 1,
+};
+/* The reader's states that make up a socket wait, in this order in state_ns. */
+enum platoon_request_state {
+	PLATOON_REQ_RUNNABLE = 0,       /* waiting for a CPU (its quota's throttling excluded) */
+	PLATOON_REQ_THROTTLED = 1,      /* waiting while its cgroup was throttled */
+	PLATOON_REQ_RUNNING = 2,        /* on a CPU, doing other work */
+	PLATOON_REQ_BLOCKED = 3,        /* asleep until woken */
+	PLATOON_REQ_STATES = 4,
+};
+#define PLATOON_REQ_PARTIAL 1u      /* the connection was claimed mid-request (it predates the attach) */
+#define PLATOON_REQ_UNATTRIBUTED 2u /* not read by the expected reader: state_ns is all 0 */
+#define PLATOON_REQ_OVERLAPPED 4u   /* requests overlapped on the connection (pipelining, HTTP/2) */
+struct platoon_ev_request {
+	struct platoon_event_header h;  /* ts = the start (server: ready, client: sent), tid = the reader */
+	__u32 pid;                      /* the reader's tgid */
+	__u16 side;                     /* enum platoon_request_side */
+	__u16 flags;                    /* PLATOON_REQ_* */
+	__u16 family;                   /* AF_INET or AF_INET6 */
+	__u16 local_port;
+	__u16 remote_port;
+	__u16 pad;
+	__u8 remote_addr[16];           /* network order; IPv4 in the first four bytes */
+	__u64 conn;                     /* the socket's cookie: one per connection */
+	__u64 wait_ns;                  /* socket wait: ready to read */
+	__u64 service_ns;               /* server: read to written; client: the backend time, sent to ready */
+	__u64 state_ns[PLATOON_REQ_STATES]; /* the socket wait by the reader's state */
+};
+
 /* Each CPU stages its records and hands them to the ring buffer a batch at a time: one
  * reserve/commit under the ring's lock per batch rather than per record (measured: most of a
  * recorded event's cost was that pair, ~100 ns here, docs/benchmarks.md). A ring record is
@@ -199,6 +237,7 @@ static inline PLATOON_CONSTEXPR __u32 platoon_event_size(__u16 type)
 	case PLATOON_EV_EPOLL: return sizeof(struct platoon_ev_epoll);
 	case PLATOON_EV_DRAIN:
 	case PLATOON_EV_STEAL: return sizeof(struct platoon_ev_runtime);
+	case PLATOON_EV_REQUEST: return sizeof(struct platoon_ev_request);
 	default: return 0;
 	}
 }

@@ -40,6 +40,10 @@ struct CollectorOptions {
   // table, read from memory per snapshot): a uprobe trap per drain, so only when asked for
   // (with record_events). Targets without the table always book per probe hit.
   bool drain_events = false;
+  // Requests on the targets' TCP connections (bpf/requests.bpf.h; tp_btf only): each completed
+  // request is a PLATOON_EV_REQUEST record, handed to poll_events' sink (with or without
+  // record_events) and summed into the snapshots' requests.
+  bool requests = false;
   // What the consumers need (snapshot::Field bits, e.g. from the metric catalog's needed_fields):
   // the epoll programs load only for kFieldIo, the runtime probes only for kFieldDrain.
   uint32_t fields = snapshot::kFieldsBpf;
