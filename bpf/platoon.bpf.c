@@ -38,4 +38,5 @@ char LICENSE[] SEC("license") = "GPL";
 #include "bpf/process.bpf.h"
 #include "bpf/epoll.bpf.h"
 #include "bpf/runtime_probes.bpf.h"
+#include "bpf/requests.bpf.h"
 #include "bpf/seed.bpf.h"

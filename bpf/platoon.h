@@ -195,7 +195,8 @@ enum platoon_request_state {
 #define PLATOON_REQ_UNATTRIBUTED 2u /* not read by the expected reader: state_ns is all 0 */
 #define PLATOON_REQ_OVERLAPPED 4u   /* requests overlapped on the connection (pipelining, HTTP/2) */
 struct platoon_ev_request {
-	struct platoon_event_header h;  /* ts = the start (server: ready, client: sent), tid = the reader */
+	struct platoon_event_header h;  /* ts = its end (server: written, client: read), tid = the reader;
+	                                 * it started wait_ns + service_ns before */
 	__u32 pid;                      /* the reader's tgid */
 	__u16 side;                     /* enum platoon_request_side */
 	__u16 flags;                    /* PLATOON_REQ_* */

@@ -65,6 +65,7 @@ std::unique_ptr<Collector::Impl> Collector::Impl::load(const CollectorOptions& o
     impl->notes.push_back("irq wait: not measured, the kernel does not account IRQ time (CONFIG_IRQ_TIME_ACCOUNTING)");
   }
   impl->usdt = plan.usdt;
+  impl->requests_planned = plan.requests;
   impl->events = plan.knobs.events;
   impl->comm = plan.knobs.comm;
   impl->raw_tp = plan.attempt.raw_tp;
@@ -84,6 +85,10 @@ bool Collector::Impl::attach(OpenFailure* f) {
     ring.reset(ring_buffer__new(bpf_map__fd(skel->maps.events), on_record, this, nullptr));
     if (!ring) return *f = {OpenError::other, "cannot open the ring buffer: " + errstr(errno)}, false;
     enable_stages();
+  }
+  if (requests_planned) {
+    requests.emplace(bpf_map__fd(skel->maps.request_ring), opts.record_events);
+    if (!requests->ok()) return *f = {OpenError::other, requests->error()}, false;
   }
   return true;
 }

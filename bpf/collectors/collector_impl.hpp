@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -23,6 +24,7 @@
 #include "bpf/collectors/load_plan.hpp"
 #include "bpf/collectors/machine_context.hpp"
 #include "bpf/collectors/pair_ledger.hpp"
+#include "bpf/collectors/request_book.hpp"
 #include "bpf/collectors/runtime_stats_reader.hpp"
 #include "bpf/collectors/thread_entries.hpp"
 
@@ -58,6 +60,8 @@ struct Collector::Impl {
   std::optional<ThreadEntries> entries;   // where the thread entries live, and reading them
   std::optional<PairLedger> pairs;        // the pairs map and what aged out of it
   MachineContext context;                 // per-CPU times and the threads' CPU cgroups
+  std::optional<RequestBook> requests;    // the socket programs loaded (bpf/requests.bpf.h)
+  bool requests_planned = false;
 
   // Targets (collector_targets.cpp).
   std::unordered_set<pid_t> pids;         // added from user space (for USDT attach)
@@ -86,6 +90,7 @@ struct Collector::Impl {
   size_t sync_cgroup();
   void adopt_kernel_targets();
   void attach_usdt(pid_t pid);
+  void seed_listeners(const std::set<uint16_t>& ports, uint32_t owner);
 
   // Reading the maps.
   static int on_record(void* ctx, void* data, size_t size);

@@ -106,6 +106,7 @@ void Collector::Impl::read_losses(snapshot::Snapshot& snap) const {
       case PLATOON_DROP_THREADS: snap.untracked_threads = sum; break;
       case PLATOON_DROP_PAIRS: snap.lost_pairs = sum; break;
       case PLATOON_DROP_TARGETS: snap.lost_targets = sum; break;
+      case PLATOON_DROP_REQUESTS: snap.lost_requests = sum; break;
       default: break;
     }
   }
@@ -142,11 +143,20 @@ snapshot::Snapshot Collector::snapshot() {
   impl_->pairs->age(pair_values, now);
   impl_->read_losses(snap);
   impl_->context.fill(snap);
+  if (impl_->requests) {
+    impl_->requests->drain();
+    impl_->requests->fill(snap);
+  }
   return snap;
 }
 
 int Collector::poll_events(int timeout_ms, const std::function<void(const void*, size_t)>& sink) {
-  if (!impl_->ring) return 0;
+  size_t requests = 0;
+  if (impl_->requests) {
+    impl_->requests->drain();
+    requests = impl_->requests->hand_over(sink);
+  }
+  if (!impl_->ring) return static_cast<int>(requests);
   impl_->sink = &sink;
   impl_->polled = 0;
   // The programs wake us only when the buffer is a quarter full (targ_wakeup_bytes): the wait
@@ -159,7 +169,7 @@ int Collector::poll_events(int timeout_ms, const std::function<void(const void*,
   if (rc >= 0 || rc == -EINTR) rc = ring_buffer__consume(impl_->ring.get());
   impl_->sink = nullptr;
   if (rc < 0 && rc != -EINTR && rc != -ECANCELED) return rc;
-  return static_cast<int>(impl_->polled);
+  return static_cast<int>(impl_->polled + requests);
 }
 
 std::vector<Collector::ProgramStats> Collector::program_stats() const {

@@ -12,6 +12,7 @@
 #include "bpf/collectors/collector_impl.hpp"
 #include "bpf/collectors/runtime_usdt.hpp"
 #include "bpf/collectors/system.hpp"
+#include "bpf/collectors/tcp_listeners.hpp"
 #include "bpf/snapshot/clock.hpp"
 #include "platoon.skel.h"
 
@@ -36,12 +37,21 @@ std::string map_full(pid_t pid) { return "target map full: pid " + std::to_strin
 bool Collector::Impl::target(pid_t pid) {
   const __u32 key = static_cast<__u32>(pid);
   const __u8 one = 1;
-  if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &key, &one, BPF_NOEXIST) == 0)
+  // Its listeners before its bit: a read the programs see from a target claims the connection,
+  // and takes its side from the listeners known then.
+  if (requests && !pids.count(pid)) seed_listeners(ports_listened_on(pid), key);
+  if (bpf_map_update_elem(bpf_map__fd(skel->maps.targets), &key, &one, BPF_NOEXIST) == 0) {
     flip_target_bit(skel.get(), key, true);
-  else if (errno != EEXIST)
+  } else if (errno != EEXIST) {
     return false;
+  }
   pids.insert(pid);
   return true;
+}
+
+// Ports that were listening before the programs attached; later listen() calls they see.
+void Collector::Impl::seed_listeners(const std::set<uint16_t>& ports, uint32_t owner) {
+  for (const uint16_t port : ports) bpf_map_update_elem(bpf_map__fd(skel->maps.listen_ports), &port, &owner, BPF_ANY);
 }
 
 bool Collector::Impl::untarget(pid_t pid) {
@@ -88,6 +98,9 @@ bool Collector::Impl::adopt_targets(OpenFailure* f) {
   if (!opts.cgroup_dir.empty()) sync_cgroup();
   if (opts.all && usdt)
     notes.push_back("usdt: runtime probes are not attached in whole-machine mode (watch a pid for drain data)");
+  // Whole machine: every listener of this network namespace, whoever owns it (0).
+  if (opts.all && requests)
+    seed_listeners(all_listening_ports(), 0);
   std::vector<pid_t> watched = opts.pids;
   // Following forks covers the process tree that exists now as well as what it forks later.
   if (opts.follow_forks)

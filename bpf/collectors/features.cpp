@@ -39,6 +39,20 @@ int trace_params(const btf* b, const char* typedef_name) {
   return t && btf_is_func_proto(t) ? btf_vlen(t) : -1;
 }
 
+// Whether the tracepoint's first argument (after `void *__data`) points to a struct sock.
+bool param_is_sock(const btf* b, const char* typedef_name) {
+  if (trace_params(b, typedef_name) < 2) return false;
+  const btf_type* t = btf__type_by_id(b, btf__type_by_id(b, btf__find_by_name_kind(b, typedef_name, BTF_KIND_TYPEDEF))->type);
+  t = btf__type_by_id(b, t->type);  // the function prototype
+  const btf_param* p = btf_params(t) + 1;
+  const btf_type* arg = btf__type_by_id(b, p->type);
+  if (!arg || !btf_is_ptr(arg)) return false;
+  arg = btf__type_by_id(b, arg->type);
+  while (arg && btf_is_mod(arg)) arg = btf__type_by_id(b, arg->type);  // const, volatile
+  const char* name = arg && btf_is_struct(arg) ? btf__name_by_offset(b, arg->name_off) : nullptr;
+  return name && std::string_view(name) == "sock";
+}
+
 // Whether struct `type` has a member called `member` in the kernel's BTF: a field that exists
 // only under a kernel config option.
 bool has_member(const btf* b, const char* type, const char* member) {
@@ -65,8 +79,14 @@ KernelFeatures probe_features(const Injected& inject) {
     // The run queue's irq clock exists only with CONFIG_IRQ_TIME_ACCOUNTING; the config itself
     // (/proc/config.gz, /boot) is often not there, the type always is.
     f.irq_time = has_member(vmlinux.get(), "rq", "prev_irq_time");
+    // void *__data, sk, ret, flags: the receive and send tracepoints took the struct socket
+    // before they took the sock (6.3's first form).
+    const bool sock_first = param_is_sock(vmlinux.get(), "btf_trace_sock_recv_length") &&
+                            param_is_sock(vmlinux.get(), "btf_trace_sock_send_length");
+    f.sock_requests = sock_first && trace_params(vmlinux.get(), "btf_trace_sk_data_ready") == 2 &&
+                      btf__find_by_name_kind(vmlinux.get(), "bpf_task_from_pid", BTF_KIND_FUNC) >= 0;
   } else {
-    f.tp_btf = f.task_iter = f.switch_state_arg = f.irq_time = false;
+    f.tp_btf = f.task_iter = f.switch_state_arg = f.irq_time = f.sock_requests = false;
   }
   f.ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr) == 1;
   f.boot_clock = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_ktime_get_boot_ns, nullptr) == 1;
@@ -87,6 +107,7 @@ KernelFeatures probe_features(const Injected& inject) {
   if (inject.has("task_pt_regs")) f.task_pt_regs = false;
   if (inject.has("task_storage")) f.task_storage = false;
   if (inject.has("irq_time")) f.irq_time = false;
+  if (inject.has("sock_requests")) f.sock_requests = false;
   return f;
 }
 

@@ -10,12 +10,14 @@
 //   task_pt_regs      bpf_task_pt_regs: a switched-out task's syscall number 5.15  (else: epoll enter tracepoints too)
 //   task_storage      task-local storage for thread entries (with tp_btf)  5.11  (else: the stats hash)
 //   irq_time          rq->prev_irq_time, CONFIG_IRQ_TIME_ACCOUNTING        config (else: irq wait not measured)
+//   sock_requests     sock:sk_data_ready, sock_recv_length and sock_send_length taking the
+//                     sock, and bpf_task_from_pid: per-request latency   6.3   (else: no requests)
 //
 // Probes read the kernel's BTF (type names) or ask libbpf (libbpf_probe_bpf_*), never the
 // kernel version: backports and configs make versions lie.
 //
 // PLATOON_INJECT_LOAD_FAIL=name[,name...] simulates a kernel without them, for tests:
-// boot_clock, task_iter, ringbuf, switch_state_arg, task_pt_regs, task_storage and irq_time make the probe answer
+// boot_clock, task_iter, ringbuf, switch_state_arg, task_pt_regs, task_storage, irq_time and sock_requests make the probe answer
 // "missing"; tp_btf
 // and raw_tp make that program set fail to load (-EINVAL, as a kernel without BPF trampolines
 // or with an older verifier answers), usdt makes the runtime probes fail to load, and epoll
@@ -46,6 +48,7 @@ struct KernelFeatures {
   // can be measured (bpf/wait_split.bpf.h). Without it the kernel only samples interrupts at
   // the tick: the part would read 0 whatever the interrupts took, so it is not offered at all.
   bool irq_time = true;
+  bool sock_requests = true;
 };
 KernelFeatures probe_features(const Injected& inject);
 

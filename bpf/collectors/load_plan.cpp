@@ -133,6 +133,12 @@ void plan_optional_programs(const CollectorOptions& o, const LoadInputs& in, Loa
   if (want_drain && !plan.usdt && optional)
     plan.notes.push_back("usdt: runtime probes failed to load (injected by PLATOON_INJECT_LOAD_FAIL)");
   if (!plan.usdt) plan.fields &= ~snapshot::kFieldDrain;
+  plan.requests = o.requests && optional && !plan.attempt.raw_tp && in.kernel.sock_requests && in.kernel.ringbuf;
+  if (plan.requests) plan.fields |= snapshot::kFieldRequests;
+  else if (o.requests && optional)
+    plan.notes.push_back(plan.attempt.raw_tp ? "requests: need tp_btf programs (socket storage)"
+                         : !in.kernel.ringbuf ? "requests: kernel has no BPF ring buffer (5.8+)"
+                                             : "requests: kernel lacks sock:sock_recv_length on a sock (6.3+)");
   const uint32_t gated = snapshot::kFieldsBpf & ~o.fields & (snapshot::kFieldIo | snapshot::kFieldDrain);
   if (gated) {
     std::string names;
@@ -199,6 +205,9 @@ LoadPlan plan_load(const CollectorOptions& o, const LoadInputs& in, const Attemp
   if (!a.raw_tp && !kf.task_iter)
     plan.notes.push_back("seed: kernel has no task iterator (5.8+): threads existing at attach appear at their first event");
   plan_optional_programs(o, in, plan);
+  // A request record is 120 bytes with the ring's header: 16 MiB hold ~140,000, over two
+  // seconds at 50,000 requests/s with the collector draining at least once per interval.
+  plan.request_ring_bytes = round_ringbuf(plan.requests ? 16u << 20 : 1);
   return plan;
 }
 
@@ -232,11 +241,20 @@ void apply_plan(const LoadPlan& plan, platoon_bpf* skel) {
   for (const UsdtProbe& u : usdt_probes(skel)) bpf_program__set_autoload(u.prog, plan.usdt);
   bpf_program__set_autoload(skel->progs.flush_stages, k.events);
   bpf_program__set_autoload(skel->progs.dump_threads, k.task_storage);
+  for (bpf_program* p : {skel->progs.req_data_ready, skel->progs.req_recv, skel->progs.req_send, skel->progs.req_sock_state})
+    bpf_program__set_autoload(p, plan.requests);
+  if (!plan.requests) {
+    // Socket storage (5.2) only where the programs that use it load: a one-entry hash otherwise.
+    bpf_map__set_type(skel->maps.sock_store, BPF_MAP_TYPE_HASH);
+    bpf_map__set_map_flags(skel->maps.sock_store, 0);
+    bpf_map__set_max_entries(skel->maps.sock_store, 1);
+  }
 
   ThreadEntries::shape_maps(skel, k.task_storage, k.threads_max);
   bpf_map__set_max_entries(skel->maps.pairs, plan.pairs_max);
   if (plan.ringbuf) {
     bpf_map__set_max_entries(skel->maps.events, plan.ringbuf_bytes);
+    bpf_map__set_max_entries(skel->maps.request_ring, plan.request_ring_bytes);
   } else {
     // The programs still name the map, in code the verifier drops (targ_events is false):
     // any map type the kernel can create will do.
@@ -244,6 +262,10 @@ void apply_plan(const LoadPlan& plan, platoon_bpf* skel) {
     bpf_map__set_key_size(skel->maps.events, 4);
     bpf_map__set_value_size(skel->maps.events, 4);
     bpf_map__set_max_entries(skel->maps.events, 1);
+    bpf_map__set_type(skel->maps.request_ring, BPF_MAP_TYPE_ARRAY);
+    bpf_map__set_key_size(skel->maps.request_ring, 4);
+    bpf_map__set_value_size(skel->maps.request_ring, 4);
+    bpf_map__set_max_entries(skel->maps.request_ring, 1);
   }
 }
 

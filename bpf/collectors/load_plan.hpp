@@ -72,10 +72,12 @@ struct LoadPlan {
   bool seed = false;                // seed_threads, the attach-time task walk
   EpollSet epoll{};                 // per kEpollSyscalls entry: its tracepoints attach
   bool usdt = false;                // the runtime probes
+  bool requests = false;            // the socket programs (bpf/requests.bpf.h)
   // The maps' sizes (`events` is a one-entry array where the kernel has no ring buffer).
   uint32_t pairs_max = PLATOON_MAX_PAIRS;
   bool ringbuf = true;
   uint32_t ringbuf_bytes = 0;
+  uint32_t request_ring_bytes = 0;
   // What follows for the snapshots, and what the notes say the attempt drops.
   uint32_t fields = snapshot::kFieldsBpf;
   std::vector<std::string> notes;

@@ -13,6 +13,7 @@
 #include "bpf/platoon.h"
 #include "bpf/snapshot/cgroup_cpu.hpp"
 #include "bpf/snapshot/cpu_times.hpp"
+#include "bpf/snapshot/requests.hpp"
 #include "bpf/snapshot/thread_fields.hpp"
 
 namespace platoon::snapshot {
@@ -41,6 +42,10 @@ enum Field : uint32_t {
   kFieldWaitIrq = 1u << 10,     // wait_irq_ns is measured: the kernel accounts IRQ time
   kFieldsBpf = 0x7ff,
   kFieldsProcfs = kFieldRunWait | kFieldSwitches | kFieldMigrations,
+  // Opt-in: filled only when asked for (--requests, or a view that shows them), so it is not
+  // among what a BPF source "lacks" when nobody asked.
+  kFieldRequests = 1u << 11,    // Snapshot::requests
+  kFieldsKnown = kFieldsBpf | kFieldRequests,
 };
 // Names of the fields a mask lacks, for "source: procfs (lacks: ...)".
 std::vector<std::string> missing_fields(uint32_t fields);
@@ -115,6 +120,10 @@ struct Snapshot {
   std::vector<CpuTimes> cpus;
   uint64_t tick_ns = 0;
   std::vector<CgroupCpu> cgroups;
+  // Requests on the targets' TCP connections (kFieldRequests), sorted by key; lost: records the
+  // kernel could not write (ring full) and groups beyond the producer's bound.
+  std::vector<RequestGroup> requests;
+  uint64_t lost_requests = 0;
 };
 
 }  // namespace platoon::snapshot

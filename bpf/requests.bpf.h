@@ -1,0 +1,384 @@
+/* Requests on the targets' TCP connections, from the socket tracepoints (6.3+; tp_btf only,
+ * for socket-local storage): sock:sk_data_ready (bytes became readable), sock:sock_recv_length
+ * (a thread read), sock:sock_send_length (a thread wrote) and sock:inet_sock_set_state (which
+ * connections are the targets', and on which side).
+ *
+ * Each connection of a target carries its state in socket storage, freed with the socket, so
+ * a socket that is not a target's costs one pointer test and a reused address cannot inherit
+ * an old request. The request moments, per side:
+ *   server (accepted on a port a target listens on): ready = the first data_ready with bytes
+ *     after the previous response began; read = a target thread's first read after it;
+ *     written = its first write after that, which ends the request. Bytes that arrive before
+ *     the response belong to the same request.
+ *   client (a target connected): sent = a write while no request is open; ready = the next
+ *     data_ready with bytes; read = the read after it, which ends the request.
+ * The socket wait (ready to read) is split by what the expected reader (the thread that read
+ * the connection last) did meanwhile, from its own state clocks at both ends: running,
+ * runnable, throttled by its quota, or blocked (the rest). Another thread's read leaves the
+ * request unattributed rather than guessed.
+ *
+ * The tracepoints' own rules, respected below: sock_recv_length fires for every receive
+ * through sock_recvmsg, also EAGAIN (ret < 0), MSG_PEEK and MSG_ERRQUEUE, which do not read;
+ * sk_data_ready fires per in-order segment, also for a FIN without bytes and on a listener per
+ * handshake, in the sender's softirq on loopback (so `current` says nothing of the owner). */
+#ifndef PLATOON_BPF_REQUESTS_BPF_H
+#define PLATOON_BPF_REQUESTS_BPF_H
+
+#include "bpf/maps.bpf.h"
+#include "bpf/targets.bpf.h"
+#include "bpf/thread_stats.bpf.h"
+
+#include <bpf/bpf_endian.h>
+
+#define REQ_AF_INET 2
+#define REQ_AF_INET6 10
+#define REQ_MSG_PEEK 0x2
+#define REQ_MSG_ERRQUEUE 0x2000
+
+extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
+
+/* Where a connection's current request stands. */
+enum req_phase {
+	REQ_IDLE = 0,       /* no request open: server, waiting for one; client, nothing sent */
+	REQ_WAITING = 1,    /* server: bytes ready, not read yet */
+	REQ_SERVING = 2,    /* server: read, response not begun */
+	REQ_SENT = 3,       /* client: written, no reply yet */
+	REQ_READY = 4,      /* client: reply ready, not read yet */
+};
+
+/* The expected reader's state clocks (bpf/thread_stats.bpf.h), in-flight intervals included. */
+struct req_clocks {
+	__u64 run;
+	__u64 wait;
+	__u64 throttled;
+};
+
+struct platoon_sock {
+	__u64 start_ns;     /* server: ready; client: sent */
+	__u64 ready_ns;     /* client: the reply's ready */
+	__u64 read_ns;      /* server: the first read */
+	struct req_clocks at_ready;
+	__u64 split[PLATOON_REQ_STATES];  /* the socket wait by state, taken at the read */
+	__u32 pid;          /* the target's tgid */
+	__u32 reader;       /* tid of the thread that read last; 0: none yet */
+	__u32 clocked_for;  /* at_ready holds this reader's clocks; 0: none */
+	__u8 side;          /* enum platoon_request_side */
+	__u8 phase;         /* enum req_phase */
+	__u16 flags;        /* PARTIAL and UNATTRIBUTED for the request open now; OVERLAPPED is sticky */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct platoon_sock);
+} sock_store SEC(".maps");
+
+/* Ports a target listens on (host order) and its tgid: learned at each listen() and seeded
+ * by user space at attach for the sockets that were listening already (tgid 0 in whole-machine
+ * mode: a listener of any process). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u16);
+	__type(value, __u32);
+} listen_ports SEC(".maps");
+
+/* Completed requests: their own ring, drained by user space with or without recording. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);                  /* user space sets the real size */
+} request_ring SEC(".maps");
+
+static __always_inline bool is_tcp_stream(const struct sock *sk)
+{
+	__u16 family = sk->__sk_common.skc_family;
+
+	return sk->sk_protocol == IPPROTO_TCP && sk->sk_type == SOCK_STREAM &&
+	       (family == REQ_AF_INET || family == REQ_AF_INET6);
+}
+
+/* Bytes the reader could read now, as tcp_inq counts them (a FIN takes one sequence number). */
+static __always_inline __u32 readable_bytes(const struct sock *sk)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	__u32 n;
+
+	if (!tp)
+		return 0;
+	n = tp->rcv_nxt - tp->copied_seq;
+	if (n && (sk->__sk_common.skc_flags & (1ul << SOCK_DONE)))
+		n--;
+	return n;
+}
+
+static __always_inline void clocks_of(const struct platoon_thread_stats *s, __u64 now, struct req_clocks *c)
+{
+	c->run = s->run_ns + (s->on_cpu && now > s->run_start_ns ? now - s->run_start_ns : 0);
+	c->wait = s->wait_ns;
+	c->throttled = s->wait_throttled_ns;
+	if (s->runnable && now > s->wait_start_ns) {
+		c->wait += now - s->wait_start_ns;
+		if (s->wait_flags & PLATOON_WAIT_THROTTLED)
+			c->throttled += now - s->wait_start_ns;
+	}
+}
+
+/* The expected reader's clocks at the wait's start. Its entry is found by tid: in the stats
+ * hash, or through its task in task storage (the softirq that runs data_ready is not it). */
+static __always_inline void clock_reader(struct platoon_sock *ps, __u64 now)
+{
+	struct platoon_thread_stats *s;
+	struct task_struct *t;
+
+	ps->clocked_for = 0;
+	if (!ps->reader)
+		return;
+	if (!targ_task_storage) {
+		s = bpf_map_lookup_elem(&stats, &ps->reader);
+		if (s) {
+			clocks_of(s, now, &ps->at_ready);
+			ps->clocked_for = ps->reader;
+		}
+		return;
+	}
+	t = bpf_task_from_pid(ps->reader);
+	if (!t)
+		return;
+	s = bpf_task_storage_get(&thread_store, t, 0, 0);
+	if (s) {
+		clocks_of(s, now, &ps->at_ready);
+		ps->clocked_for = ps->reader;
+	}
+	bpf_task_release(t);
+}
+
+/* The socket wait by the reader's state, from its clocks at ready and now: taken at the read,
+ * when the reader is the current thread. Parts that would exceed the wait are cut to it;
+ * blocked is the rest. Not the expected reader (or no clocks): unattributed. */
+static __always_inline void split_wait(struct platoon_sock *ps, __u32 tid, __u64 wait, __u64 now)
+{
+	struct platoon_thread_stats *s = ps->clocked_for == tid ? current_stats(false, now) : NULL;
+	struct req_clocks c;
+	__u64 run, queued, thr, left = wait;
+
+	if (!s || (ps->flags & PLATOON_REQ_PARTIAL)) {
+		ps->flags |= PLATOON_REQ_UNATTRIBUTED;
+		return;
+	}
+	clocks_of(s, now, &c);
+	run = c.run - ps->at_ready.run;
+	queued = c.wait - ps->at_ready.wait;
+	thr = c.throttled - ps->at_ready.throttled;
+	if (thr > queued)
+		thr = queued;
+	queued -= thr;
+	if (run > left)
+		run = left;
+	left -= run;
+	if (queued > left)
+		queued = left;
+	left -= queued;
+	if (thr > left)
+		thr = left;
+	left -= thr;
+	ps->split[PLATOON_REQ_RUNNING] = run;
+	ps->split[PLATOON_REQ_RUNNABLE] = queued;
+	ps->split[PLATOON_REQ_THROTTLED] = thr;
+	ps->split[PLATOON_REQ_BLOCKED] = left;
+}
+
+/* Writes the request that just ended (a full ring is counted) and clears what was its own. */
+static __always_inline void emit_request(const struct sock *sk, struct platoon_sock *ps, __u32 tid,
+					 __u64 now, __u64 wait, __u64 service)
+{
+	struct platoon_ev_request *e = bpf_ringbuf_reserve(&request_ring, sizeof(*e), 0);
+	__u16 family = sk->__sk_common.skc_family;
+
+	if (!e) {
+		count_drop(PLATOON_DROP_REQUESTS);
+	} else {
+		__builtin_memset(e, 0, sizeof(*e));
+		fill_header(&e->h, now, PLATOON_EV_REQUEST, bpf_get_smp_processor_id(), tid);
+		e->pid = ps->pid;
+		e->side = ps->side;
+		e->flags = ps->flags;
+		e->family = family;
+		e->local_port = sk->__sk_common.skc_num;
+		e->remote_port = bpf_ntohs(sk->__sk_common.skc_dport);
+		if (family == REQ_AF_INET)
+			__builtin_memcpy(e->remote_addr, &sk->__sk_common.skc_daddr, 4);
+		else
+			__builtin_memcpy(e->remote_addr, &sk->__sk_common.skc_v6_daddr, 16);
+		e->conn = bpf_get_socket_cookie((void *)sk);
+		e->wait_ns = wait;
+		e->service_ns = service;
+		if (!(ps->flags & PLATOON_REQ_UNATTRIBUTED))
+			__builtin_memcpy(e->state_ns, ps->split, sizeof(e->state_ns));
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	}
+	ps->flags &= ~(PLATOON_REQ_PARTIAL | PLATOON_REQ_UNATTRIBUTED);
+}
+
+static __always_inline struct platoon_sock *new_conn(const struct sock *sk, __u32 pid, __u8 side)
+{
+	struct platoon_sock *ps = bpf_sk_storage_get(&sock_store, (void *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+
+	if (ps) {
+		__builtin_memset(ps, 0, sizeof(*ps));
+		ps->pid = pid;
+		ps->side = side;
+	}
+	return ps;
+}
+
+/* A connection that predates the attach, claimed at a target thread's first read of it: its
+ * side from the ports the target listens on, and the request in flight marked partial. */
+static __always_inline struct platoon_sock *claim(const struct sock *sk, __u32 tgid, __u64 now)
+{
+	__u16 port = sk->__sk_common.skc_num;
+	__u32 *owner = bpf_map_lookup_elem(&listen_ports, &port);
+	struct platoon_sock *ps;
+
+	if (!is_tcp_stream(sk))
+		return NULL;
+	/* owner 0: a port seeded in whole-machine mode, whoever listens on it */
+	ps = new_conn(sk, tgid, owner && (*owner == tgid || !*owner) ? PLATOON_REQ_SERVER : PLATOON_REQ_CLIENT);
+	if (!ps)
+		return NULL;
+	if (ps->side == PLATOON_REQ_SERVER) {
+		ps->phase = REQ_WAITING;    /* the read below turns it into a partial request */
+		ps->start_ns = now;
+		ps->flags = PLATOON_REQ_PARTIAL;
+	}
+	return ps;
+}
+
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(req_data_ready, const struct sock *sk)
+{
+	struct platoon_sock *ps = bpf_sk_storage_get(&sock_store, (void *)sk, 0, 0);
+	__u64 now;
+
+	if (!ps)
+		return 0;
+	if (ps->phase != (ps->side == PLATOON_REQ_SERVER ? REQ_IDLE : REQ_SENT) || !readable_bytes(sk))
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	if (ps->side == PLATOON_REQ_SERVER) {
+		ps->start_ns = now;
+		ps->phase = REQ_WAITING;
+	} else {
+		ps->ready_ns = now;
+		ps->phase = REQ_READY;
+	}
+	clock_reader(ps, now);
+	return 0;
+}
+
+static __always_inline int on_read(const struct sock *sk, int ret, int flags)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now;
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct platoon_sock *ps;
+
+	if (ret <= 0 || (flags & (REQ_MSG_PEEK | REQ_MSG_ERRQUEUE)) || !is_target(tgid))
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	ps = bpf_sk_storage_get(&sock_store, (void *)sk, 0, 0);
+	if (!ps)
+		ps = claim(sk, tgid, now);
+	if (!ps)
+		return 0;
+	if (!ps->pid)
+		ps->pid = tgid;     /* accepted on a port any process may own (whole-machine mode) */
+	if (ps->side == PLATOON_REQ_SERVER) {
+		if (ps->phase == REQ_WAITING) {
+			ps->read_ns = now;
+			ps->phase = REQ_SERVING;
+			split_wait(ps, tid, now - ps->start_ns, now);
+		} else if (ps->phase == REQ_IDLE) {
+			/* Bytes read with no data_ready since the response began: they came before it,
+			 * so requests overlap on this connection (pipelining, HTTP/2). */
+			ps->flags |= PLATOON_REQ_OVERLAPPED;
+		}
+	} else if (ps->phase == REQ_READY) {
+		split_wait(ps, tid, now - ps->ready_ns, now);
+		emit_request(sk, ps, tid, now, now - ps->ready_ns, ps->ready_ns - ps->start_ns);
+		ps->phase = REQ_IDLE;
+	}
+	ps->reader = tid;
+	return 0;
+}
+
+static __always_inline int on_write(const struct sock *sk, int ret)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 now;
+	struct platoon_sock *ps;
+
+	if (ret <= 0 || !is_target(tgid))
+		return 0;
+	ps = bpf_sk_storage_get(&sock_store, (void *)sk, 0, 0);
+	if (!ps)
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	if (ps->side == PLATOON_REQ_SERVER) {
+		if (ps->phase == REQ_SERVING) {
+			emit_request(sk, ps, ps->reader, now, ps->read_ns - ps->start_ns, now - ps->read_ns);
+			ps->phase = REQ_IDLE;
+		}
+		return 0;
+	}
+	if (ps->phase == REQ_IDLE) {
+		ps->start_ns = now;
+		ps->phase = REQ_SENT;
+	} else if (ps->phase == REQ_SENT) {
+		ps->flags |= PLATOON_REQ_OVERLAPPED;   /* a second request before the first reply */
+	}
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(req_recv, const struct sock *sk, int ret, int flags)
+{
+	return on_read(sk, ret, flags);
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(req_send, const struct sock *sk, int ret, int flags)
+{
+	return on_write(sk, ret);
+}
+
+/* Which connections are the targets': a listen() by a target (in its own context), a
+ * handshake completed on a port a target listens on (softirq), a connect() by a target. */
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(req_sock_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, *owner;
+	__u16 port;
+
+	if (sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	port = sk->__sk_common.skc_num;
+	if (newstate == TCP_LISTEN) {
+		if (is_target(tgid))
+			bpf_map_update_elem(&listen_ports, &port, &tgid, BPF_ANY);
+	} else if (oldstate == TCP_LISTEN && newstate == TCP_CLOSE) {
+		/* (a child socket is cloned from its listener: LISTEN -> SYN_RECV is a connection) */
+		owner = bpf_map_lookup_elem(&listen_ports, &port);
+		if (owner && is_target(*owner))
+			bpf_map_delete_elem(&listen_ports, &port);
+	} else if (oldstate == TCP_SYN_RECV && newstate == TCP_ESTABLISHED) {
+		owner = bpf_map_lookup_elem(&listen_ports, &port);
+		if (owner)
+			new_conn(sk, *owner, PLATOON_REQ_SERVER);
+	} else if (oldstate == TCP_CLOSE && newstate == TCP_SYN_SENT && is_target(tgid)) {
+		new_conn(sk, tgid, PLATOON_REQ_CLIENT);
+	}
+	return 0;
+}
+
+#endif
