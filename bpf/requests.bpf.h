@@ -154,6 +154,15 @@ static __always_inline void clock_reader(struct platoon_sock *ps, __u64 now)
 	bpf_task_release(t);
 }
 
+/* At most *left of `part`, taken from *left. */
+static __always_inline __u64 take(__u64 *left, __u64 part)
+{
+	if (part > *left)
+		part = *left;
+	*left -= part;
+	return part;
+}
+
 /* The socket wait by the reader's state, from its clocks at ready and now: taken at the read,
  * when the reader is the current thread. Parts that would exceed the wait are cut to it;
  * blocked is the rest. Not the expected reader (or no clocks): unattributed. */
@@ -171,18 +180,10 @@ static __always_inline void split_wait(struct platoon_sock *ps, __u32 tid, __u64
 	run = c.run - ps->at_ready.run;
 	queued = c.wait - ps->at_ready.wait;
 	thr = c.throttled - ps->at_ready.throttled;
-	if (thr > queued)
-		thr = queued;
-	queued -= thr;
-	if (run > left)
-		run = left;
-	left -= run;
-	if (queued > left)
-		queued = left;
-	left -= queued;
-	if (thr > left)
-		thr = left;
-	left -= thr;
+	thr = take(&queued, thr);
+	run = take(&left, run);
+	queued = take(&left, queued);
+	thr = take(&left, thr);
 	ps->split[PLATOON_REQ_RUNNING] = run;
 	ps->split[PLATOON_REQ_RUNNABLE] = queued;
 	ps->split[PLATOON_REQ_THROTTLED] = thr;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <memory>
@@ -49,6 +50,11 @@ std::string read_first_line(const std::string& path) {
   std::string line;
   if (in) std::getline(in, line);
   return line;
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 std::string thread_comm(pid_t pid, pid_t tid) {

@@ -16,6 +16,8 @@ std::string ensure_tracefs(std::string* error);
 bool process_exists(pid_t pid);
 // First line of a small /proc file without the newline; "" when unreadable.
 std::string read_first_line(const std::string& path);
+// The whole of a /proc or /sys file; "" when unreadable.
+std::string read_whole_file(const std::string& path);
 std::string thread_comm(pid_t pid, pid_t tid);   // /proc/PID/task/TID/comm
 // Whether /proc/PID/task/TID/stat's state is R (running or runnable). True when unreadable: a
 // thread that is gone or hidden gets the benefit of the doubt.

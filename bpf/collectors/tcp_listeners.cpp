@@ -1,25 +1,18 @@
 #include "bpf/collectors/tcp_listeners.hpp"
 
+#include "bpf/collectors/system.hpp"
+
 #include <dirent.h>
 #include <unistd.h>
 
 #include <charconv>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace platoon::collectors {
 
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
 
 struct DirCloser {
   void operator()(DIR* d) const { closedir(d); }
@@ -89,13 +82,13 @@ std::set<uint16_t> ports_listened_on(pid_t pid) {
   std::set<uint16_t> out;
   if (inodes.empty()) return out;
   const std::string net = "/proc/" + std::to_string(pid) + "/net/";
-  for (const char* table : {"tcp", "tcp6"}) out.merge(listening_ports(slurp(net + table), &inodes));
+  for (const char* table : {"tcp", "tcp6"}) out.merge(listening_ports(read_whole_file(net + table), &inodes));
   return out;
 }
 
 std::set<uint16_t> all_listening_ports() {
   std::set<uint16_t> out;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) out.merge(listening_ports(slurp(table), nullptr));
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) out.merge(listening_ports(read_whole_file(table), nullptr));
   return out;
 }
 
