@@ -205,8 +205,8 @@ LoadPlan plan_load(const CollectorOptions& o, const LoadInputs& in, const Attemp
   if (!a.raw_tp && !kf.task_iter)
     plan.notes.push_back("seed: kernel has no task iterator (5.8+): threads existing at attach appear at their first event");
   plan_optional_programs(o, in, plan);
-  // A request record is 120 bytes with the ring's header: 16 MiB hold ~140,000, over two
-  // seconds at 50,000 requests/s with the collector draining at least once per interval.
+  // A request record is 112 bytes with the ring's header: 16 MiB hold ~150,000, three seconds
+  // at 50,000 requests/s, and the collector drains at every snapshot and every poll.
   plan.request_ring_bytes = round_ringbuf(plan.requests ? 16u << 20 : 1);
   return plan;
 }

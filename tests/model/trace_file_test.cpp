@@ -450,10 +450,10 @@ TEST_F(TraceFileTest, DocumentedOneLineErrors) {
   std::vector<uint64_t> ends;
   auto bytes = chunked_trace(path("full.plt"), &ends);
   auto newer = bytes;
-  newer[8] = 3;  // major version, little-endian u16
+  newer[8] = 4;  // major version, little-endian u16
   spit(path("newer.plt"), newer);
   EXPECT_FALSE(read_trace(path("newer.plt"), &error));
-  EXPECT_EQ(error, path("newer.plt") + ": unsupported trace version 3 (this platoon reads 1 to 2)");
+  EXPECT_EQ(error, path("newer.plt") + ": unsupported trace version 4 (this platoon reads 1 to 3)");
   EXPECT_FALSE(read_trace_bytes(std::span(bytes.data(), 12), &error));
   EXPECT_EQ(error, "truncated trace header");
   EXPECT_FALSE(read_trace_bytes(std::span(bytes.data(), 20), &error));

@@ -1,4 +1,5 @@
 #include "tui/trace/snapshot_codec.hpp"
+#include "tui/trace/request_codec.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -384,6 +385,7 @@ bool encode_snapshot(ByteWriter& w, const snapshot::Snapshot& s, std::string* wh
     w.varint(s.threads[i].cpu_overflow);
   }
   encode_minor2_tail(w, s);
+  encode_request_tail(w, s);  // 3.0
   return true;
 }
 
@@ -392,7 +394,7 @@ bool decode_snapshot(ByteReader& r, snapshot::Snapshot& s, TraceContents& out) {
   s.ts_ns = r.varint();
   if (!decode_source(r, &s.source)) return false;
   // Bits this version does not know are dropped: a newer minor version may add fields.
-  s.fields = r.varint32() & snapshot::kFieldsBpf;
+  s.fields = r.varint32() & snapshot::kFieldsKnown;
   s.untracked_threads = r.varint();
   s.lost_pairs = r.varint();
   s.lost_targets = r.varint();
@@ -430,6 +432,8 @@ bool decode_snapshot(ByteReader& r, snapshot::Snapshot& s, TraceContents& out) {
   }
   if (r.remaining() == 0) s.fields &= ~uint32_t{snapshot::kFieldWaitSplit | snapshot::kFieldWaitIrq};  // a file before 1.2
   else if (!decode_minor2_tail(r, s, nthreads, keep)) return false;
+  if (r.remaining() == 0) s.fields &= ~uint32_t{snapshot::kFieldRequests};  // a file before 3.0
+  else if (!decode_request_tail(r, s)) return false;
   // The model promises threads sorted by tid; consumers binary-search on it.
   auto by_tid = [](const snapshot::ThreadSample& a, const snapshot::ThreadSample& b) { return a.tid < b.tid; };
   if (!std::is_sorted(s.threads.begin(), s.threads.end(), by_tid))

@@ -1,4 +1,4 @@
-// The platoon trace file, version 2 (reads 1 too): constants and the layout both sides agree on. The prose
+// The platoon trace file, version 3 (reads 1 and 2 too): constants and the layout both sides agree on. The prose
 // (why chunks, why this encoding, what a reader must check) is in docs/trace-format.md; this header
 // is the part the compiler checks.
 //
@@ -32,9 +32,11 @@ namespace platoon::trace {
 // tool only targets little-endian machines (x86_64, arm64), where host layout = file layout.
 static_assert(std::endian::native == std::endian::little, "the trace format stores little-endian host structs");
 
-// 2.0: chunks may be zstd-compressed (encoding 2), which a 1.x reader cannot read, hence the
-// major. Otherwise as 1.2: this reader reads 1.x files too.
-inline constexpr uint16_t kTraceMajorVersion = 2;  // readers refuse a larger major
+// 3.0: EVTS chunks may hold request records (PLATOON_EV_REQUEST), which a 2.x reader would take
+// for a corrupt chunk, hence the major; SNAP bodies end with the request groups.
+// 2.0: chunks may be zstd-compressed (encoding 2), which a 1.x reader cannot read.
+// Otherwise as 1.2: this reader reads 1.x and 2.x files too.
+inline constexpr uint16_t kTraceMajorVersion = 3;  // readers refuse a larger major
 inline constexpr uint16_t kTraceOldestMajorVersion = 1;
 inline constexpr uint16_t kTraceMinorVersion = 0;  // a larger minor only adds chunk types / trailing fields
 
@@ -50,7 +52,8 @@ inline constexpr uint32_t kMaxStringBytes = 1u << 16;
 inline constexpr uint32_t kMaxThreadsPerSnapshot = 1u << 17;  // 8x PLATOON_MAX_THREADS
 inline constexpr uint32_t kMaxPairsPerSnapshot = 1u << 17;
 inline constexpr uint32_t kMaxCpusInTrace = 1u << 14;        // lost_events_per_cpu, cpu_switch_ins
-inline constexpr uint32_t kMaxListItems = 1u << 16;           // pids, command words
+inline constexpr uint32_t kMaxListItems = 1u << 16;           // pids, command words, request groups
+inline constexpr uint32_t kMaxHistogramBuckets = 1u << 12;    // a LatencyHistogram's buckets (~3,800 cover 2^64 ns)
 // Deflate cannot expand more than ~1032:1; a claimed raw length beyond that is a lie. zstd can
 // (runs), so the writer keeps zstd chunks within the same ratio and the reader holds both to it.
 inline constexpr uint64_t kMaxZlibRatio = 1040;
@@ -65,6 +68,7 @@ inline constexpr uint32_t kKeepThreadsPerSnapshot = 1u << 15;  // 2x PLATOON_MAX
 inline constexpr uint32_t kKeepPairsPerSnapshot = 1u << 15;    // 2x PLATOON_MAX_PAIRS
 inline constexpr uint32_t kKeepCpusPerList = 1u << 12;         // CPUs >= 4096 are not kept
 inline constexpr uint32_t kKeepCpuSlotsPerSnapshot = 1u << 21; // per-CPU entries, all lists
+inline constexpr uint32_t kKeepRequestGroups = 1u << 13;       // 2x the collector's RequestBook::kMaxGroups
 // Consumers that hold a whole recording: ReadOptions::max_snapshot_bytes / max_event_bytes bound
 // what top --replay and export --format chrome hold in memory (RecordingWindow's own cap on
 // vanished threads is kKeepVanishedThreads, tui/analysis/window.hpp).
@@ -123,6 +127,7 @@ static_assert(sizeof(platoon_ev_migrate) == 48);
 static_assert(sizeof(platoon_ev_exit) == 24);
 static_assert(sizeof(platoon_ev_epoll) == 32);
 static_assert(sizeof(platoon_ev_runtime) == 40);
+static_assert(sizeof(platoon_ev_request) == 104);
 
 // Chunk checksum: crc32 of the 8 header bytes before it (type, length) continued over the payload.
 inline uint32_t chunk_crc(const uint8_t type_and_length[8], const uint8_t* payload, size_t n) {
