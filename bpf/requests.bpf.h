@@ -1,7 +1,8 @@
 /* Requests on the targets' TCP connections, from the socket tracepoints (6.3+; tp_btf only,
  * for socket-local storage): sock:sk_data_ready (bytes became readable), sock:sock_recv_length
  * (a thread read), sock:sock_send_length (a thread wrote) and sock:inet_sock_set_state (which
- * connections are the targets', and on which side).
+ * connections are the targets', and on which side); a write's start from tcp:tcp_sendmsg_locked
+ * where the kernel has it.
  *
  * Each connection of a target carries its state in socket storage, freed with the socket, so
  * a socket that is not a target's costs one pointer test and a reused address cannot inherit
@@ -345,6 +346,16 @@ SEC("tp_btf/sock_recv_length")
 int BPF_PROG(req_recv, const struct sock *sk, int ret, int flags)
 {
 	return on_read(sk, ret, flags);
+}
+
+/* A write's moment is its start where the kernel has tcp:tcp_sendmsg_locked (6.12; it fires
+ * before each chunk is copied, sendfile and splice included), else its end: sock_send_length
+ * fires after the send returns, which on loopback includes the delivery to the peer. */
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(req_send_start, const struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
+	     int size_goal)
+{
+	return on_write(sk, 1);
 }
 
 SEC("tp_btf/sock_send_length")

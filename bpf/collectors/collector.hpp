@@ -41,8 +41,8 @@ struct CollectorOptions {
   // (with record_events). Targets without the table always book per probe hit.
   bool drain_events = false;
   // Requests on the targets' TCP connections (bpf/requests.bpf.h; tp_btf only): each completed
-  // request is a PLATOON_EV_REQUEST record, handed to poll_events' sink (with or without
-  // record_events) and summed into the snapshots' requests.
+  // request is summed into the snapshots' requests and, with record_events, handed to
+  // poll_events' sink as a PLATOON_EV_REQUEST record.
   bool requests = false;
   // What the consumers need (snapshot::Field bits, e.g. from the metric catalog's needed_fields):
   // the epoll programs load only for kFieldIo, the runtime probes only for kFieldDrain.

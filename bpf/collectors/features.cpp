@@ -85,8 +85,9 @@ KernelFeatures probe_features(const Injected& inject) {
                             param_is_sock(vmlinux.get(), "btf_trace_sock_send_length");
     f.sock_requests = sock_first && trace_params(vmlinux.get(), "btf_trace_sk_data_ready") == 2 &&
                       btf__find_by_name_kind(vmlinux.get(), "bpf_task_from_pid", BTF_KIND_FUNC) >= 0;
+    f.tcp_send_start = trace_params(vmlinux.get(), "btf_trace_tcp_sendmsg_locked") == 5;
   } else {
-    f.tp_btf = f.task_iter = f.switch_state_arg = f.irq_time = f.sock_requests = false;
+    f.tp_btf = f.task_iter = f.switch_state_arg = f.irq_time = f.sock_requests = f.tcp_send_start = false;
   }
   f.ringbuf = libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, nullptr) == 1;
   f.boot_clock = libbpf_probe_bpf_helper(BPF_PROG_TYPE_KPROBE, BPF_FUNC_ktime_get_boot_ns, nullptr) == 1;
@@ -108,6 +109,7 @@ KernelFeatures probe_features(const Injected& inject) {
   if (inject.has("task_storage")) f.task_storage = false;
   if (inject.has("irq_time")) f.irq_time = false;
   if (inject.has("sock_requests")) f.sock_requests = false;
+  if (inject.has("tcp_send_start")) f.tcp_send_start = false;
   return f;
 }
 

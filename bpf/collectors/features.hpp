@@ -12,6 +12,7 @@
 //   irq_time          rq->prev_irq_time, CONFIG_IRQ_TIME_ACCOUNTING        config (else: irq wait not measured)
 //   sock_requests     sock:sk_data_ready, sock_recv_length and sock_send_length taking the
 //                     sock, and bpf_task_from_pid: per-request latency   6.3   (else: no requests)
+//   tcp_send_start    tcp:tcp_sendmsg_locked, a write's start              6.12  (else: its end)
 //
 // Probes read the kernel's BTF (type names) or ask libbpf (libbpf_probe_bpf_*), never the
 // kernel version: backports and configs make versions lie.
@@ -49,6 +50,7 @@ struct KernelFeatures {
   // the tick: the part would read 0 whatever the interrupts took, so it is not offered at all.
   bool irq_time = true;
   bool sock_requests = true;
+  bool tcp_send_start = true;   // tcp:tcp_sendmsg_locked (6.12): a write's start, not its end
 };
 KernelFeatures probe_features(const Injected& inject);
 

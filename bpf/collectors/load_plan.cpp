@@ -134,7 +134,10 @@ void plan_optional_programs(const CollectorOptions& o, const LoadInputs& in, Loa
     plan.notes.push_back("usdt: runtime probes failed to load (injected by PLATOON_INJECT_LOAD_FAIL)");
   if (!plan.usdt) plan.fields &= ~snapshot::kFieldDrain;
   plan.requests = o.requests && optional && !plan.attempt.raw_tp && in.kernel.sock_requests && in.kernel.ringbuf;
+  plan.send_start = plan.requests && in.kernel.tcp_send_start;
   if (plan.requests) plan.fields |= snapshot::kFieldRequests;
+  if (plan.requests && !plan.send_start)
+    plan.notes.push_back("requests: a write counts at its end (no tcp:tcp_sendmsg_locked, 6.12+): service includes the send");
   else if (o.requests && optional)
     plan.notes.push_back(plan.attempt.raw_tp ? "requests: need tp_btf programs (socket storage)"
                          : !in.kernel.ringbuf ? "requests: kernel has no BPF ring buffer (5.8+)"
@@ -241,8 +244,10 @@ void apply_plan(const LoadPlan& plan, platoon_bpf* skel) {
   for (const UsdtProbe& u : usdt_probes(skel)) bpf_program__set_autoload(u.prog, plan.usdt);
   bpf_program__set_autoload(skel->progs.flush_stages, k.events);
   bpf_program__set_autoload(skel->progs.dump_threads, k.task_storage);
-  for (bpf_program* p : {skel->progs.req_data_ready, skel->progs.req_recv, skel->progs.req_send, skel->progs.req_sock_state})
+  for (bpf_program* p : {skel->progs.req_data_ready, skel->progs.req_recv, skel->progs.req_sock_state})
     bpf_program__set_autoload(p, plan.requests);
+  bpf_program__set_autoload(skel->progs.req_send_start, plan.send_start);
+  bpf_program__set_autoload(skel->progs.req_send, plan.requests && !plan.send_start);
   if (!plan.requests) {
     // Socket storage (5.2) only where the programs that use it load: a one-entry hash otherwise.
     bpf_map__set_type(skel->maps.sock_store, BPF_MAP_TYPE_HASH);

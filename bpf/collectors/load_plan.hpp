@@ -73,6 +73,7 @@ struct LoadPlan {
   EpollSet epoll{};                 // per kEpollSyscalls entry: its tracepoints attach
   bool usdt = false;                // the runtime probes
   bool requests = false;            // the socket programs (bpf/requests.bpf.h)
+  bool send_start = false;          // with them: writes seen at their start (tcp_sendmsg_locked)
   // The maps' sizes (`events` is a one-entry array where the kernel has no ring buffer).
   uint32_t pairs_max = PLATOON_MAX_PAIRS;
   bool ringbuf = true;

@@ -138,6 +138,18 @@ void add_request(std::vector<RequestGroup>& groups, const platoon_ev_request& r,
   g.total.add(r.wait_ns + r.service_ns);
 }
 
+void merge_group(RequestGroup& into, const RequestGroup& g) {
+  into.count += g.count;
+  into.partial += g.partial;
+  into.overlapped += g.overlapped;
+  into.unattributed += g.unattributed;
+  into.unattributed_ns += g.unattributed_ns;
+  for (size_t i = 0; i < into.state_ns.size(); ++i) into.state_ns[i] += g.state_ns[i];
+  into.wait.add(g.wait);
+  into.service.add(g.service);
+  into.total.add(g.total);
+}
+
 std::vector<RequestGroup> requests_minus(const std::vector<RequestGroup>& later, const std::vector<RequestGroup>& earlier) {
   std::vector<RequestGroup> out;
   for (const RequestGroup& g : later) {

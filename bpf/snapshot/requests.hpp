@@ -84,6 +84,8 @@ RequestKey request_key(const platoon_ev_request& r);
 // Adds one record to its group in `groups` (sorted by key), or counts it in *lost when the
 // group is new and `groups` already holds max_groups.
 void add_request(std::vector<RequestGroup>& groups, const platoon_ev_request& r, size_t max_groups, uint64_t* lost);
+// Adds g's counts and histograms to `into` (its key stays).
+void merge_group(RequestGroup& into, const RequestGroup& g);
 // later - earlier per key (a group absent earlier is taken whole).
 std::vector<RequestGroup> requests_minus(const std::vector<RequestGroup>& later, const std::vector<RequestGroup>& earlier);
 

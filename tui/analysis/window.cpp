@@ -270,7 +270,8 @@ std::vector<ProcessWindow> process_totals(const std::vector<ThreadWindow>& threa
 
 Losses losses_between(const snapshot::Snapshot& from, const snapshot::Snapshot& to) {
   return {sub(to.lost_events(), from.lost_events()), sub(to.untracked_threads, from.untracked_threads),
-          sub(to.lost_pairs, from.lost_pairs), sub(to.lost_targets, from.lost_targets)};
+          sub(to.lost_pairs, from.lost_pairs), sub(to.lost_targets, from.lost_targets),
+          sub(to.lost_requests, from.lost_requests)};
 }
 
 Window build(const snapshot::Snapshot& from, const snapshot::Snapshot& to, const std::map<ThreadKey, End>& ends) {
@@ -316,6 +317,7 @@ Window build(const snapshot::Snapshot& from, const snapshot::Snapshot& to, const
   w.processes = process_totals(w.threads, w.wall_s);
   w.cpus = cpu_windows(from, to);
   w.cgroups = cgroup_windows(from, to, w.threads, w.wall_s);
+  if (w.has(snapshot::kFieldRequests)) w.requests = snapshot::requests_minus(to.requests, from.requests);
   return w;
 }
 

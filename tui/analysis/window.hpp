@@ -126,6 +126,7 @@ struct Losses {                // over the window, never hidden
   uint64_t untracked_threads = 0;
   uint64_t lost_pairs = 0;
   uint64_t lost_targets = 0;
+  uint64_t lost_requests = 0;
 };
 
 struct Window {
@@ -138,6 +139,7 @@ struct Window {
   std::vector<ProcessWindow> processes;    // sorted by pid
   std::vector<CpuWindow> cpus;             // by CPU; empty when the source did not read them
   std::vector<CgroupWindow> cgroups;       // by path; the groups the threads are in
+  std::vector<snapshot::RequestGroup> requests;  // by key, over the window (kFieldRequests)
   Losses losses;
 
   bool has(snapshot::Field f) const { return (fields & f) == f; }
