@@ -34,6 +34,12 @@ void LiveFlags::add_no_io(CLI::App& sub) {
                "or epoll batch sizes, and no syscall on the machine takes the kernel's traced path for them");
 }
 
+void LiveFlags::add_requests(CLI::App& sub) {
+  sub.add_flag("--requests", requests,
+               "per-request latency on the targets' TCP connections: socket wait, service and server time, "
+               "and what the reading thread did while a request waited in its socket (Linux 6.3+)");
+}
+
 void LiveFlags::add_raw_tp(CLI::App& sub, LiveOptions& live) {
   sub.add_flag("--raw-tp", live.raw_tp, "attach with raw_tp even if tp_btf works");
 }
@@ -110,6 +116,7 @@ bool LiveFlags::resolve(const std::vector<std::string>& command, LiveOptions& li
   if (!resolve_lifetime(*this, command, live, error) || !resolve_maps(*this, live, error)) return false;
   live.usdt = !no_usdt;
   if (no_io) live.fields &= ~snapshot::kFieldIo;
+  if (requests) live.fields |= snapshot::kFieldRequests;
   if (no_bpf_stats) live.bpf_stats = collectors::BpfStatsMode::off;
   if (bpf_stats_always) live.bpf_stats = collectors::BpfStatsMode::always;
   return validate_target(live.target, error);

@@ -18,7 +18,7 @@ struct LiveFlags {
   std::string pids, comm, cgroup, kill_after, pair_idle;
   uint32_t threads_max = 0, pairs_max = 0;
   bool follow = false, no_follow = false, keep_running = false, no_usdt = false, all = false, no_io = false;
-  bool no_bpf_stats = false, bpf_stats_always = false;
+  bool no_bpf_stats = false, bpf_stats_always = false, requests = false;
 
   // --pid, --comm, --cgroup, --all, --follow-forks, --kill-after, --keep-running and the "Maps" group.
   void add_target(CLI::App& sub);
@@ -30,6 +30,9 @@ struct LiveFlags {
   // Most of what platoon costs a server is theirs, because a syscall tracepoint puts every
   // syscall on the machine on the kernel's traced path (docs/benchmarks.md, "where the cost goes").
   void add_no_io(CLI::App& sub);
+  // --requests: per-request latency on the targets' TCP connections (the socket programs,
+  // bpf/requests.bpf.h), off unless asked for or shown.
+  void add_requests(CLI::App& sub);
   void add_raw_tp(CLI::App& sub, LiveOptions& live);
   void add_verbose(CLI::App& sub, LiveOptions& live);
   // --no-bpf-stats (the kernel's BPF run-time stats never turned on: the observer cost is then

@@ -33,6 +33,7 @@ collectors::SourceOptions source_options(const LiveOptions& opt, const std::vect
   so.verbose = opt.verbose;
   so.attach_usdt = opt.usdt;
   so.fields = opt.fields;
+  so.requests = (opt.fields & snapshot::kFieldRequests) != 0;
   // 0: the collector's defaults (bpf/collectors/collector.hpp).
   if (opt.threads_max) so.threads_max = opt.threads_max;
   if (opt.pairs_max) so.pairs_max = opt.pairs_max;

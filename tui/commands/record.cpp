@@ -244,6 +244,7 @@ CommandRun add_record(CLI::App& sub) {
   f->live.add_procfs(sub, opt.live, "sample /proc instead of loading BPF (fewer fields)");
   sub.add_flag("--no-events", f->no_events, "aggregates only, no raw scheduler events");
   f->live.add_no_io(sub);
+  f->live.add_requests(sub);
   sub.add_flag("--drain-events", opt.drain_events,
                "also each drain and steal of platoon-runtime targets as a raw event (a uprobe trap per drain)");
   sub.add_option("--ringbuf-mb", opt.live.ringbuf_mb, "ring buffer size for raw events")->capture_default_str();

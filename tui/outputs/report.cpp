@@ -1,5 +1,6 @@
 #include "tui/outputs/report.hpp"
 #include "tui/outputs/report_machine.hpp"
+#include "tui/outputs/report_requests.hpp"
 
 #include <fmt/format.h>
 #include <rapidjson/prettywriter.h>
@@ -418,6 +419,7 @@ void json_report(Writer& j, const ReportHeader& h, const analysis::Window& w) {
   j.EndArray();
   j.Key("cpus"), json_cpus(j, w);
   j.Key("cgroups"), json_cgroups(j, w);
+  if (w.has(snapshot::kFieldRequests)) j.Key("requests"), json_requests(j, w);
   j.EndObject();
 }
 
@@ -546,6 +548,7 @@ std::string report_text(const ReportHeader& h, const analysis::Window& w, const 
   s += text_wait_split(w, ts);
   s += text_cpus(w);
   s += text_cgroups(w);
+  s += text_requests(w);
   return strip_trailing_blanks(s);
 }
 
