@@ -198,7 +198,7 @@ TEST(Catalog, NeededFieldsAreTheUnionOverWhatIsShown) {
   // By output: every field some metric of the output reads.
   EXPECT_EQ(needed_fields(kOutReportText) & (kFieldWakeups | kFieldPairs), 0u);
   EXPECT_NE(needed_fields(kOutCsv) & kFieldWakeups, 0u);
-  EXPECT_EQ(needed_fields(kOutAll) & ~static_cast<uint32_t>(kFieldsBpf), 0u);
+  EXPECT_EQ(needed_fields(kOutAll) & ~static_cast<uint32_t>(kFieldsKnown), 0u);
   const Metric* two[] = {find_metric("cpu_pct"), find_metric("wakeups_per_s")};
   EXPECT_EQ(needed_fields(two), static_cast<uint32_t>(kFieldRunWait | kFieldWakeups));
   EXPECT_EQ(needed_fields(std::span<const Metric* const>{}), 0u);

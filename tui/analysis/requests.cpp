@@ -78,4 +78,21 @@ RequestsView requests_view(const Window& w) {
   return v;
 }
 
+RequestRow thread_requests(const Window& w, uint32_t tid) {
+  RequestRow r;
+  r.tid = tid;
+  for (const snapshot::RequestGroup& g : w.requests)
+    if (g.key.tid == tid) snapshot::merge_group(r.sum, g);
+  r.rate = w.wall_s > 0 ? double(r.sum.count) / w.wall_s : 0;
+  return r;
+}
+
+RequestRow server_requests(const Window& w) {
+  RequestRow r;
+  for (const snapshot::RequestGroup& g : w.requests)
+    if (is_server(g)) snapshot::merge_group(r.sum, g);
+  r.rate = w.wall_s > 0 ? double(r.sum.count) / w.wall_s : 0;
+  return r;
+}
+
 }  // namespace platoon::analysis

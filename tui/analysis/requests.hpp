@@ -46,6 +46,10 @@ struct RequestsView {
 };
 
 RequestsView requests_view(const Window& w);
+// All the requests thread `tid` read in the window (both sides), merged; count 0 when none.
+RequestRow thread_requests(const Window& w, uint32_t tid);
+// All the server-side requests of the window, merged (top's header line).
+RequestRow server_requests(const Window& w);
 
 // A latency in µs from a histogram's ns, for tables and JSON.
 double us(uint64_t ns);

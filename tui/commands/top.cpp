@@ -318,19 +318,31 @@ int run_replay(const TopOptions& opt, const std::vector<dashboard::Column>& show
 
 }  // namespace
 
+// --requests without --columns: the default columns and the request columns.
+std::vector<dashboard::Column> default_and_request_columns() {
+  std::vector<dashboard::Column> out;
+  for (const auto& info : dashboard::columns())
+    if (info.shown || (info.metric->fields & snapshot::kFieldRequests)) out.push_back(info.id);
+  return out;
+}
+
 int run_top(const TopOptions& opt) {
   std::vector<dashboard::Column> shown;
   std::string error;
   if (!choose_columns(opt.columns, shown, error)) return usage_error("top", error);
+  const bool requests = (opt.live.fields & snapshot::kFieldRequests) != 0;
+  if (requests && shown.empty()) shown = default_and_request_columns();
   const bool batch = opt.batch || !isatty(STDOUT_FILENO);
   if (!opt.replay.empty()) return run_replay(opt, shown, batch);
   TopOptions live = opt;
   // The header and the detail view read the scheduler's fields; IO and drain (the epoll
   // programs, the runtime probes) only the columns that show them.
   // --no-io has taken kFieldIo out of opt.live.fields already, and columns do not put it back.
+  // Requests (opt-in) load when --requests asks or a shown column needs them.
   if (!shown.empty())
     live.live.fields =
-        opt.live.fields & ((snapshot::kFieldsBpf & ~(snapshot::kFieldIo | snapshot::kFieldDrain)) | dashboard::needed_fields(shown));
+        (opt.live.fields & ((snapshot::kFieldsBpf & ~(snapshot::kFieldIo | snapshot::kFieldDrain)) | dashboard::needed_fields(shown))) |
+        (dashboard::needed_fields(shown) & snapshot::kFieldRequests);
   return run_live(live, shown, batch);
 }
 
@@ -355,6 +367,7 @@ CommandRun add_top(CLI::App& sub) {
   f->live.add_procfs(sub, opt.live, "sample /proc instead of loading BPF (fewer fields)");
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes");
   f->live.add_no_io(sub);
+  f->live.add_requests(sub);
   f->live.add_raw_tp(sub, opt.live);
   f->live.add_bpf_stats(sub);
   f->live.add_verbose(sub, opt.live);

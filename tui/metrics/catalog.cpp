@@ -6,6 +6,8 @@
 #include <iterator>
 #include <utility>
 
+#include "tui/analysis/requests.hpp"
+
 namespace platoon::metrics {
 
 std::string format_fixed(double v, int decimals) {
@@ -62,6 +64,13 @@ std::string batch_p99_cell(const analysis::Window&, const analysis::ThreadWindow
   const Batch b = batch_of(t);
   if (b.from == BatchFrom::none) return "-";
   return format_fixed(b.p99, 0) + (b.from == BatchFrom::drain ? "q" : "e");
+}
+
+// A figure of the requests thread t read; none when it read none in the window.
+template <typename F>
+Value requests_read(const analysis::Window& w, const analysis::ThreadWindow& t, F figure) {
+  const analysis::RequestRow r = analysis::thread_requests(w, t.tid);
+  return r.sum.count ? Value(figure(r)) : std::nullopt;
 }
 
 Value batch_p50(const analysis::Window&, const analysis::ThreadWindow& t) {
@@ -258,6 +267,24 @@ constexpr Metric kListed[] = {
               .counter = [](const snapshot::ThreadSample& t) { return t.wakeups; }, .exited_at = 4,
               .exited_name = "platoon_exited_threads_wakeups_total",
               .exited_help = "Wakeups of the process's exited threads."}},
+
+    // ---- requests the thread read (bpf/requests.bpf.h; only with --requests or these columns) ----
+    {.key = "requests_per_s", .title = "req/s", .width = 6, .unit = Unit::per_second, .fields = snapshot::kFieldRequests,
+     .value = [](auto& w, auto& t) -> Value { return requests_read(w, t, [](auto& r) { return r.rate; }); },
+     .help = "requests this thread read per second (server requests and replies to its own)",
+     .tui = {.at = 20, .priority = 5, .shown = false, .format = format_rate}},
+    {.key = "socket_wait_p50_us", .title = "sw50", .width = 6, .unit = Unit::us, .fields = snapshot::kFieldRequests,
+     .value = [](auto& w, auto& t) -> Value {
+       return requests_read(w, t, [](auto& r) { return analysis::us(r.sum.wait.percentile_ns(50)); });
+     },
+     .help = "socket wait p50 in µs of the requests it read: bytes ready until it read them",
+     .tui = {.at = 21, .priority = 5, .shown = false, .format = fixed0}},
+    {.key = "socket_wait_p99_us", .title = "sw99", .width = 6, .unit = Unit::us, .fields = snapshot::kFieldRequests,
+     .value = [](auto& w, auto& t) -> Value {
+       return requests_read(w, t, [](auto& r) { return analysis::us(r.sum.wait.percentile_ns(99)); });
+     },
+     .help = "socket wait p99 in µs of the requests it read",
+     .tui = {.at = 22, .priority = 5, .shown = false, .format = fixed0}},
     // The causes of wait follow, one metric each, made from their table below.
 };
 

@@ -1,5 +1,7 @@
 #include "tui/dashboard/views/detail_sections.hpp"
 
+#include "tui/analysis/requests.hpp"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -96,6 +98,35 @@ Section why_section(const analysis::Window& w, const analysis::ThreadWindow& t) 
   return why;
 }
 
+// The requests the thread read: their socket wait and (server side) server time, each with its
+// histogram, and what the thread itself was doing while they waited.
+std::vector<Section> request_sections(const analysis::Window& w, const analysis::ThreadWindow& t, size_t width,
+                                      size_t max_rows, Glyphs g) {
+  const analysis::RequestRow r = analysis::thread_requests(w, t.tid);
+  Section wait{"socket wait of the requests it read", {}};
+  if (r.sum.count == 0) {
+    wait.lines.push_back("read no requests in this interval");
+    return {wait};
+  }
+  auto latency_lines = [&](Section& s, const snapshot::LatencyHistogram& h) {
+    s.lines.push_back(printf_str("%.0f/s", r.rate) + printf_str("  p50 %.0fus", analysis::us(h.percentile_ns(50))) +
+                      printf_str("  p99 %.0fus", analysis::us(h.percentile_ns(99))) +
+                      printf_str("  max %.0fus", analysis::us(h.percentile_ns(100))));
+    std::vector<HistRow> rows;
+    for (const auto& [bucket, count] : h.buckets())
+      rows.push_back({ns_label(double(snapshot::LatencyHistogram::bucket_low(bucket))), count});
+    for (auto& l : hist_lines(rows, width, max_rows, g)) s.lines.push_back(l);
+  };
+  latency_lines(wait, r.sum.wait);
+  const auto pct = r.wait_by_part_pct();
+  std::string parts = "it was:";
+  for (size_t i = 0; i < pct.size(); ++i) parts += fmt::format(" {} {:.0f}%", analysis::kWaitParts[i], pct[i]);
+  wait.lines.insert(wait.lines.begin() + 1, parts);
+  Section total{"time in the server (ready to response or reply read)", {}};
+  latency_lines(total, r.sum.total);
+  return {wait, total};
+}
+
 }  // namespace
 
 std::vector<Section> detail_sections(const TopState& st, const analysis::ThreadWindow& t, size_t width, size_t max_rows, Glyphs g) {
@@ -126,6 +157,9 @@ std::vector<Section> detail_sections(const TopState& st, const analysis::ThreadW
   }
 
   out.push_back(why_section(w, t));
+  if (w.has(snapshot::kFieldRequests)) {
+    for (Section& r : request_sections(w, t, width, max_rows, g)) out.push_back(std::move(r));
+  }
 
   Section rq{"run-queue latency", {}};
   if (t.runq && t.runq->samples > 0) {
