@@ -182,6 +182,7 @@ CommandRun add_exporter(CLI::App& sub) {
   f->live.add_procfs(sub, f->opt.live, "sample /proc instead of loading BPF (fewer metrics)");
   f->live.add_no_usdt(sub, "do not attach the runtime's USDT probes");
   f->live.add_no_io(sub);
+  f->live.add_requests(sub);
   f->live.add_bpf_stats(sub);
   sub.footer("Examples:\n  platoon exporter --comm platoon-server --listen :9464\n"
              "  platoon exporter --pid 1234 --listen 127.0.0.1:9464");
