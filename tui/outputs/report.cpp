@@ -419,7 +419,7 @@ void json_report(Writer& j, const ReportHeader& h, const analysis::Window& w) {
   j.EndArray();
   j.Key("cpus"), json_cpus(j, w);
   j.Key("cgroups"), json_cgroups(j, w);
-  if (w.has(snapshot::kFieldRequests)) j.Key("requests"), json_requests(j, w);
+  if (w.has(snapshot::kFieldRequests)) j.Key("requests"), json_requests(j, w, h.cost ? &*h.cost : nullptr);
   j.EndObject();
 }
 
@@ -548,7 +548,7 @@ std::string report_text(const ReportHeader& h, const analysis::Window& w, const 
   s += text_wait_split(w, ts);
   s += text_cpus(w);
   s += text_cgroups(w);
-  s += text_requests(w);
+  s += text_requests(w, h.cost ? &*h.cost : nullptr);
   return strip_trailing_blanks(s);
 }
 

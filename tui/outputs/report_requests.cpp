@@ -4,6 +4,7 @@
 
 #include <array>
 #include <iterator>
+#include <optional>
 
 #include "tui/analysis/requests.hpp"
 
@@ -113,9 +114,22 @@ void json_thread(Writer& j, const RequestRow& r) {
   j.EndObject();
 }
 
+// The request programs' (bpf/requests.bpf.h, names req_*) run time per request the window
+// holds, both sides and partial ones included; none when the stats were off or no request ran.
+std::optional<double> bpf_ns_per_request(const analysis::ObserverCost* cost, const analysis::RequestsView& v) {
+  if (!cost || cost->stats != snapshot::BpfStats::on) return std::nullopt;
+  uint64_t requests = 0, ns = 0;
+  for (const auto* rows : {&v.server, &v.client})
+    for (const RequestRow& r : *rows) requests += r.sum.count + r.sum.partial;
+  for (const analysis::ProgramRate& p : cost->programs)
+    if (p.name.starts_with("req_")) ns += p.run_ns;
+  if (requests == 0) return std::nullopt;
+  return double(ns) / double(requests);
+}
+
 }  // namespace
 
-std::string text_requests(const analysis::Window& w) {
+std::string text_requests(const analysis::Window& w, const analysis::ObserverCost* cost) {
   if (!w.has(snapshot::kFieldRequests)) return {};
   const analysis::RequestsView v = analysis::requests_view(w);
   std::string s;
@@ -143,10 +157,11 @@ std::string text_requests(const analysis::Window& w) {
     fmt::format_to(o, "\n");
   }
   if (v.lost) fmt::format_to(o, "  lost: {} requests (ring or group table full)\n", v.lost);
+  if (const auto ns = bpf_ns_per_request(cost, v)) fmt::format_to(o, "  BPF cost: {:.0f} ns per request (req_* programs)\n", *ns);
   return s;
 }
 
-void json_requests(Writer& j, const analysis::Window& w) {
+void json_requests(Writer& j, const analysis::Window& w, const analysis::ObserverCost* cost) {
   const analysis::RequestsView v = analysis::requests_view(w);
   j.StartObject();
   j.Key("server"), j.StartArray();
@@ -159,6 +174,7 @@ void json_requests(Writer& j, const analysis::Window& w) {
   for (const RequestRow& r : v.threads) json_thread(j, r);
   j.EndArray();
   j.Key("lost"), j.Uint64(v.lost);
+  if (const auto ns = bpf_ns_per_request(cost, v)) j.Key("bpf_ns_per_request"), j.Double(*ns);
   j.EndObject();
 }
 

@@ -9,12 +9,16 @@
 
 #include <string>
 
+#include "tui/analysis/observer_cost.hpp"
 #include "tui/analysis/window.hpp"
 
 namespace platoon::outputs {
 
-std::string text_requests(const analysis::Window& w);
+// cost: what the recorder's programs cost (none: unknown); the request programs' share is shown
+// per request.
+std::string text_requests(const analysis::Window& w, const analysis::ObserverCost* cost);
 // The "requests" object; call only when w.has(kFieldRequests).
-void json_requests(rapidjson::PrettyWriter<rapidjson::StringBuffer>& j, const analysis::Window& w);
+void json_requests(rapidjson::PrettyWriter<rapidjson::StringBuffer>& j, const analysis::Window& w,
+                   const analysis::ObserverCost* cost);
 
 }  // namespace platoon::outputs
