@@ -9,21 +9,23 @@
 # The conditions start_tracer knows:
 #   platoon: record as shipped; platoon-nostats --no-bpf-stats; platoon-noevents --no-events
 #     (aggregates only, as top collects them); platoon-noio --no-io (the scheduler data alone,
-#     as perf sched collects it)
+#     as perf sched collects it); platoon-requests --requests (the socket programs too)
 #   top: --batch, a snapshot a second; top-5s one per 5 s, as the exporter takes them; top-sched
 #     columns without IO or drain (no epoll programs)
 #   floor: bench/hook_floor, do-nothing programs on the hooks platoon's aggregates use;
-#     floor-sched its scheduler hooks without the epoll exits
-tracer_conditions=(none platoon platoon-nostats platoon-noevents platoon-noio top top-5s top-sched exporter perf bpftrace
-                   floor floor-sched)
+#     floor-sched its scheduler hooks without the epoll exits; floor-requests the socket hooks
+#     of the request programs alone
+tracer_conditions=(none platoon platoon-nostats platoon-noevents platoon-noio platoon-requests top top-5s top-sched exporter
+                   perf bpftrace floor floor-sched floor-requests)
 
 start_tracer() {  # condition round → sets tracer_pid (empty for none)
   tracer_pid=
   case $1 in
     none) ;;
-    platoon|platoon-nostats|platoon-noevents|platoon-noio)
+    platoon|platoon-nostats|platoon-noevents|platoon-noio|platoon-requests)
       local extra=()
-      case $1 in platoon-nostats) extra=(--no-bpf-stats) ;; platoon-noevents) extra=(--no-events) ;; platoon-noio) extra=(--no-io) ;; esac
+      case $1 in platoon-nostats) extra=(--no-bpf-stats) ;; platoon-noevents) extra=(--no-events) ;;
+                 platoon-noio) extra=(--no-io) ;; platoon-requests) extra=(--requests) ;; esac
       taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/$1-$2.trace" "${extra[@]}" 2> "$out/$1-$2.err" & tracer_pid=$!
       for _ in $(seq 200); do grep -q recording "$out/$1-$2.err" && break; sleep 0.05; done ;;
     top|top-5s|top-sched)
@@ -39,8 +41,8 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
     perf)
       taskset -c 0 perf sched record -o "$out/perf-$2.data" > "$out/perf-$2.log" 2>&1 & tracer_pid=$!
       sleep 1.5 ;;
-    floor|floor-sched)
-      local only=(); [ "$1" = floor-sched ] && only=(--sched-only)
+    floor|floor-sched|floor-requests)
+      local only=(); [ "$1" = floor-sched ] && only=(--sched-only); [ "$1" = floor-requests ] && only=(--requests-only)
       taskset -c 0 "$bin/hook_floor" "${only[@]}" > "$out/$1-$2.log" 2>&1 & tracer_pid=$!
       for _ in $(seq 200); do grep -q attached "$out/$1-$2.log" && break; sleep 0.05; done ;;
     bpftrace)
