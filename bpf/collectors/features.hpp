@@ -18,11 +18,11 @@
 // kernel version: backports and configs make versions lie.
 //
 // PLATOON_INJECT_LOAD_FAIL=name[,name...] simulates a kernel without them, for tests:
-// boot_clock, task_iter, ringbuf, switch_state_arg, task_pt_regs, task_storage, irq_time and sock_requests make the probe answer
-// "missing"; tp_btf
-// and raw_tp make that program set fail to load (-EINVAL, as a kernel without BPF trampolines
-// or with an older verifier answers), usdt makes the runtime probes fail to load, and epoll
-// hides the syscall tracepoints.
+// boot_clock, task_iter, ringbuf, switch_state_arg, task_pt_regs, task_storage, irq_time,
+// sock_requests and tcp_send_start make the probe answer "missing"; tp_btf and raw_tp make that
+// program set fail to load (-EINVAL, as a kernel without BPF trampolines or with an older
+// verifier answers), requests makes the socket programs fail to load, usdt the runtime probes,
+// and epoll hides the syscall tracepoints.
 #pragma once
 
 #include <set>

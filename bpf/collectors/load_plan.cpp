@@ -133,15 +133,17 @@ void plan_optional_programs(const CollectorOptions& o, const LoadInputs& in, Loa
   if (want_drain && !plan.usdt && optional)
     plan.notes.push_back("usdt: runtime probes failed to load (injected by PLATOON_INJECT_LOAD_FAIL)");
   if (!plan.usdt) plan.fields &= ~snapshot::kFieldDrain;
-  plan.requests = o.requests && optional && !plan.attempt.raw_tp && in.kernel.sock_requests && in.kernel.ringbuf;
+  plan.requests = o.requests && optional && !plan.attempt.raw_tp && plan.attempt.requests && in.kernel.sock_requests &&
+                  in.kernel.ringbuf;
   plan.send_start = plan.requests && in.kernel.tcp_send_start;
   if (plan.requests) plan.fields |= snapshot::kFieldRequests;
   if (plan.requests && !plan.send_start)
     plan.notes.push_back("requests: a write counts at its end (no tcp:tcp_sendmsg_locked, 6.12+): service includes the send");
-  else if (o.requests && optional)
-    plan.notes.push_back(plan.attempt.raw_tp ? "requests: need tp_btf programs (socket storage)"
-                         : !in.kernel.ringbuf ? "requests: kernel has no BPF ring buffer (5.8+)"
-                                             : "requests: kernel lacks sock:sock_recv_length on a sock (6.3+)");
+  if (o.requests && optional && !plan.requests)
+    plan.notes.push_back(plan.attempt.raw_tp      ? "requests: need tp_btf programs (socket storage)"
+                         : !plan.attempt.requests ? "requests: the socket programs failed to load (the reason is above)"
+                         : !in.kernel.ringbuf     ? "requests: kernel has no BPF ring buffer (5.8+)"
+                                                  : "requests: kernel lacks sock:sock_recv_length on a sock (6.3+)");
   const uint32_t gated = snapshot::kFieldsBpf & ~o.fields & (snapshot::kFieldIo | snapshot::kFieldDrain);
   if (gated) {
     std::string names;
@@ -159,6 +161,13 @@ SkelPtr load(const LoadPlan& plan, const Injected& inject, int* err) {
     // As a kernel without trampolines (tp_btf) or with an older verifier answers.
     std::lock_guard lk(g_reason_mu);
     g_reason = std::string(flavour) + " programs failed to load (injected by PLATOON_INJECT_LOAD_FAIL)";
+    *err = -EINVAL;
+    return nullptr;
+  }
+  if (plan.requests && inject.has("requests")) {
+    // As a kernel whose verifier refuses the socket programs answers.
+    std::lock_guard lk(g_reason_mu);
+    g_reason = "the socket programs failed to load (injected by PLATOON_INJECT_LOAD_FAIL)";
     *err = -EINVAL;
     return nullptr;
   }
@@ -278,7 +287,10 @@ void SkelDeleter::operator()(platoon_bpf* s) const { platoon_bpf__destroy(s); }
 
 Loaded load_with_fallback(const CollectorOptions& o, const LoadInputs& in) {
   std::vector<Attempt> attempts;
-  if (!o.force_raw_tp && in.kernel.tp_btf) attempts.push_back({false, true});
+  if (!o.force_raw_tp && in.kernel.tp_btf) {
+    attempts.push_back({false, true});
+    if (o.requests) attempts.push_back({false, true, false});
+  }
   attempts.push_back({true, true});
   attempts.push_back({true, false});
   Loaded l;
@@ -307,7 +319,7 @@ std::vector<std::string> Loaded::notes(const CollectorOptions& o, const KernelFe
   std::vector<std::string> out;
   if (!reasons.empty())
     out.push_back("bpf: " + reasons + "; using " +
-                  (plan.attempt.optional ? "raw_tp" : "raw_tp without epoll and usdt (lacks: io, drain)"));
+                  (plan.attempt.optional ? plan.attempt.name() : "raw_tp without epoll and usdt (lacks: io, drain)"));
   else if (!kf.tp_btf && !o.force_raw_tp)
     out.push_back("bpf: kernel has no BTF-typed tracepoints (5.5+): using raw_tp");
   out.insert(out.end(), plan.notes.begin(), plan.notes.end());

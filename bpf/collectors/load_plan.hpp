@@ -3,6 +3,7 @@
 // opened skeleton in one place, then the load. Attempts go from the richest down:
 //
 //   tp_btf                      BTF-typed tracepoints, the seed walk, task storage (5.5+)
+//   tp_btf without requests     the same without the socket programs, when they were asked for
 //   raw_tp                      the same hooks as raw tracepoints (4.17+)
 //   raw_tp without epoll/usdt   the optional programs left out
 //
@@ -46,7 +47,11 @@ LoadInputs probe_load_inputs(const std::string& events_dir);
 struct Attempt {
   bool raw_tp = false;
   bool optional = true;
-  const char* name() const { return !raw_tp ? "tp_btf" : optional ? "raw_tp" : "raw_tp without epoll/usdt"; }
+  bool requests = true;  // the socket programs, when asked for: an attempt without them follows
+                         // a tp_btf one that failed, so that they never cost the rest tp_btf
+  const char* name() const {
+    return !raw_tp ? (requests ? "tp_btf" : "tp_btf without requests") : optional ? "raw_tp" : "raw_tp without epoll/usdt";
+  }
 };
 
 // Everything one attempt sets before the load. apply_plan() writes it into the skeleton; nothing

@@ -185,6 +185,33 @@ TEST_F(KernelFeaturesTest, NoRingBufferRecordsAggregatesOnly) {
   EXPECT_EQ(lost(s), 0u);
 }
 
+// Socket programs a kernel refuses cost requests alone: the rest still loads as tp_btf, and the
+// notes say why there are no requests.
+TEST_F(KernelFeaturesTest, RefusedRequestProgramsKeepTheRestOnTpBtf) {
+  CollectorOptions o;
+  o.requests = true;
+  auto c = open_injected("requests", o);
+  ASSERT_TRUE(c);
+  EXPECT_STREQ(c->attach_mode(), "tp_btf");
+  EXPECT_EQ(c->fields() & snapshot::kFieldRequests, 0u);
+  EXPECT_NE(c->fields() & snapshot::kFieldRunqHist, 0u);
+  EXPECT_TRUE(has_note(*c, "requests: the socket programs failed to load"));
+  auto plain = open_injected("", o);  // and without the injection they load
+  ASSERT_TRUE(plain);
+  EXPECT_NE(plain->fields() & snapshot::kFieldRequests, 0u);
+  EXPECT_FALSE(has_note(*plain, "requests:"));
+}
+
+// A kernel without tcp:tcp_sendmsg_locked: requests still, with writes seen at their end (noted).
+TEST_F(KernelFeaturesTest, NoSendStartCountsWritesAtTheirEnd) {
+  CollectorOptions o;
+  o.requests = true;
+  auto c = open_injected("tcp_send_start", o);
+  ASSERT_TRUE(c);
+  EXPECT_NE(c->fields() & snapshot::kFieldRequests, 0u);
+  EXPECT_TRUE(has_note(*c, "requests: a write counts at its end"));
+}
+
 TEST_F(KernelFeaturesTest, NoTaskIteratorSkipsTheSeedWalk) {
   auto c = open_injected("task_iter");
   ASSERT_TRUE(c);
