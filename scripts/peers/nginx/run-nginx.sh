@@ -5,7 +5,7 @@
 # kill -INT and /proc/PID/task of the caller all reach it). SIGINT/SIGTERM: fast shutdown.
 #
 # usage: run-nginx.sh --port N --backend HOST:PORT [--workers N] [--dir DIR]
-#                     [--host ADDR] [--keepalive N] [--backend-timeout-ms MS] [--nginx PATH]
+#                     [--host ADDR] [--keepalive N] [--backend-timeout-ms MS] [--nginx PATH] [--access-log]
 #   --port N                 listen port on --host (required)
 #   --backend HOST:PORT      the backend to proxy GET /fruits to (required)
 #   --workers N              worker_processes (default 1)
@@ -15,16 +15,18 @@
 #   --keepalive N            idle upstream keep-alive connections cached per worker (default 128)
 #   --backend-timeout-ms MS  connect/read/send timeout towards the backend (default 1000, then 504)
 #   --nginx PATH             nginx binary (default /usr/sbin/nginx)
+#   --access-log             one line per request in DIR/logs/access.log (default: none, as it
+#                            costs a write per request)
 # The system nginx service (port 80, /etc/nginx) is neither used nor touched.
 set -euo pipefail
 script=run-nginx
 . "$(cd "$(dirname "$0")" && pwd)/../../lib/common.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
-port= backend= workers=1 dir= host=127.0.0.1 keepalive=128 timeout_ms=1000 nginx=/usr/sbin/nginx
+port= backend= workers=1 dir= host=127.0.0.1 keepalive=128 timeout_ms=1000 nginx=/usr/sbin/nginx access_log=
 options=(
   --port=port --backend=backend --workers=workers --dir=dir --host=host --keepalive=keepalive
-  --backend-timeout-ms=timeout_ms --nginx=nginx
+  --backend-timeout-ms=timeout_ms --nginx=nginx --access-log+access_log
 )
 parse_options "$@"
 [ -n "$port" ] || die "--port is required"
@@ -68,6 +70,7 @@ sed -e "s|@USER_LINE@|$user_line|" \
     -e "s|@BACKEND@|$backend|" \
     -e "s|@KEEPALIVE@|$keepalive|" \
     -e "s|@TIMEOUT@|${timeout_ms}ms|g" \
+    -e "s|@ACCESS_LOG@|${access_log:+$dir/logs/access.log}|" -e "s|access_log ;|access_log off;|" \
     "$here/nginx.conf.template" > "$conf"
 ! grep -n '@[A-Z_]*@' "$conf" >&2 || die "unrendered placeholder in $conf"
 
