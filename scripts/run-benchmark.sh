@@ -31,6 +31,7 @@
 #   --record FILE               platoon record of the server for the measured window (trace file
 #                               for platoon report / doctor; the recorder runs on --record-cpuset)
 #   --record-cpuset L           (default: --load-cpuset, so it stays off a pinned server's CPUs)
+#   --requests                  the recording also measures each request (record --requests)
 #   --output-dir DIR            (default build/bench/run-<timestamp>)
 #   --build DIR                 build directory with bin/ (default build)
 set -uo pipefail
@@ -40,14 +41,14 @@ script=run-benchmark
 server=platoon mode=carrier threads=2 workers= ws= pin= poller=carrier passthrough= rate=
 connections=100 load_threads=1 load_cpuset=0 server_cpuset=1 mock_cpuset=0 mock_threads=1
 think=1 warmup=5 duration=10 perf_stat= perf_sched= pidstat=1 out= build=build idle_spin=
-record= record_cpuset=
+record= record_cpuset= requests=
 options=(
   --server=server --mode=mode --threads=threads --workers=workers --ws+ws --pin+pin --poller=poller
   --passthrough+passthrough --idle-spin-us=idle_spin --rate=rate --connections=connections
   --load-threads=load_threads --load-cpuset=load_cpuset --server-cpuset=server_cpuset
   --mock-cpuset=mock_cpuset --mock-threads=mock_threads --mock-think-time=think --warmup=warmup
   --duration=duration --perf-stat+perf_stat --perf-sched+perf_sched --no-pidstat~pidstat
-  --record=record --record-cpuset=record_cpuset --output-dir=out --build=build
+  --record=record --record-cpuset=record_cpuset --requests+requests --output-dir=out --build=build
 )
 parse_options "$@"
 case $server in platoon|nginx|go) ;; *) die "--server must be platoon, nginx or go" ;; esac
@@ -147,7 +148,7 @@ if [ -n "$record" ]; then
   # The recording covers the measured window only (the recorder's own start-up, about a tenth
   # of a second, is taken from its beginning); it sits on the load's CPUs by default.
   taskset -c "${record_cpuset:-$load_cpuset}" "$bin/platoon" record -q --pid "$(server_procs | paste -sd,)" \
-    --duration "$duration" -o "$record" > "$out/record.log" 2>&1 &
+    ${requests:+--requests} --duration "$duration" -o "$record" > "$out/record.log" 2>&1 &
   record_pid=$!; pids+=($record_pid)
 fi
 [ -n "$perf_sched" ] && { perf sched record -o "$out/perf-sched.data" -p "$(server_procs | paste -sd,)" -- sleep "$duration" \
