@@ -1,5 +1,6 @@
 // What doctor's tests ask of a Diagnosis: a finding by id, whether a check was not evaluated, and
-// a number of its evidence or threshold (a missing or non-numeric key fails the test).
+// a number of its evidence or threshold (a missing or non-numeric key fails the test); and a
+// diagnosis of a synthetic window, made the one way they share.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -27,6 +28,16 @@ inline bool not_evaluated(const Diagnosis& d, const std::string& id) {
   for (const auto& n : d.not_evaluated)
     if (n.id == id) return true;
   return false;
+}
+
+// The diagnosis of w on a 2-CPU machine, for a target of this runtime.
+inline Diagnosis diagnosis_of(const Window& w, snapshot::RuntimeKind runtime = snapshot::RuntimeKind::other) {
+  DoctorInput in;
+  in.label = "test";
+  in.window = &w;
+  in.ncpus = 2;
+  in.runtime = runtime;
+  return diagnose(in);
 }
 
 inline double num(const Object& o, const char* key) {

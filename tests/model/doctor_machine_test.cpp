@@ -13,14 +13,7 @@ namespace {
 
 using namespace platoon::analysis::doctor;
 
-Diagnosis run(const Window& w, RuntimeKind runtime = RuntimeKind::other) {
-  DoctorInput in;
-  in.label = "test";
-  in.window = &w;
-  in.ncpus = 2;
-  in.runtime = runtime;
-  return diagnose(in);
-}
+Diagnosis run(const Window& w, RuntimeKind runtime = RuntimeKind::other) { return diagnosis_of(w, runtime); }
 
 // A carrier in cgroup /box whose group was throttled `throttled` of `periods` periods, the
 // carrier waiting `wait_throttled` % of the 10 s window while throttled.
@@ -172,7 +165,7 @@ TEST(DoctorJson, SchemaVersionAndCarrierWaitSplit) {
   const Diagnosis d = run(throttled_box(100, 60, 48).window());
   ASSERT_EQ(d.carrier_wait.size(), 1u);
   const std::string j = json(d, false);
-  EXPECT_NE(j.find("\"schema_version\":2,"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"schema_version\":3,"), std::string::npos) << j;
   EXPECT_NE(j.find("\"carrier_wait\":[{\"thread\":\"carrier-0\",\"tid\":11,\"wait_pct\":49,\"split\":{"
                    "\"contended_pct\":1,\"throttled_pct\":48,\"steal_pct\":0,\"irq_pct\":0,\"idle_exit_pct\":0}}]"),
             std::string::npos)

@@ -312,7 +312,9 @@ TEST(DoctorPlatoonEffect, NotEvaluatedWithoutRawEventsOrCarrierBatches) {
   ASSERT_TRUE(not_evaluated(d, "platoon_effect"));
   EXPECT_NE(text(d).find("not evaluated: platoon_effect: the recording has no raw events"), std::string::npos);
   auto j = tests::test::parse_json(json(d));
-  EXPECT_STREQ(j["not_evaluated"][0]["id"].GetString(), "platoon_effect");
+  bool listed = false;
+  for (const auto& n : j["not_evaluated"].GetArray()) listed |= std::string(n["id"].GetString()) == "platoon_effect";
+  EXPECT_TRUE(listed);
 
   Events other;  // events, but none of a carrier's batches
   other.sw(kSec, 11, 99, true);

@@ -106,6 +106,13 @@ struct KeyNumbers {
   std::optional<double> carrier_migrations_per_s;   // sum over carriers
   std::optional<double> events_per_cycle;           // carriers' events ÷ their epoll returns
   std::optional<double> queue_depth_avg;            // carriers' drains
+  // The requests the target served (kFieldRequests, server side, all its ports pooled): set
+  // together, when it served any.
+  std::optional<double> requests_per_s;
+  std::optional<double> server_time_p50_us;
+  std::optional<double> server_time_p99_us;
+  std::optional<double> socket_wait_p99_us;
+  std::optional<double> socket_wait_runnable_pct;   // of their socket wait, the reader runnable
 };
 
 // A carrier's %wait and its parts (bpf/wait_split.bpf.h); split is unset when the data has none
@@ -119,9 +126,11 @@ struct CarrierWait {
 };
 
 // `doctor --format json`'s schema: 1, the first round's keys (no schema_version key); 2 adds
-// schema_version, runtime, carrier_wait and the findings cpu_throttled, vm_steal, irq_pressure.
+// schema_version, runtime, carrier_wait and the findings cpu_throttled, vm_steal, irq_pressure;
+// 3 adds the finding requests_waiting_in_sockets and the request key numbers (and --vs's
+// side_by_side rows for them, and its verdict by server time p99).
 // Keys are only ever added; a key that changes meaning takes a new version (docs/doctor.md).
-inline constexpr int kJsonSchemaVersion = 2;
+inline constexpr int kJsonSchemaVersion = 3;
 
 struct Diagnosis {
   std::string label;

@@ -7,8 +7,10 @@ namespace platoon::analysis::doctor {
 namespace {
 
 // Every finding doctor knows. Findings are sorted by severity afterwards, stably, so within one
-// severity they keep this order; so do the "not evaluated" lines.
+// severity they keep this order; so do the "not evaluated" lines. The requests' wait comes first:
+// it is what the clients feel, and the findings after it say why.
 constexpr Check kChecks[] = {
+    {"requests_waiting_in_sockets", {Need::requests}, check_requests_waiting},
     {"carrier_waiting", {Need::carriers, Need::run_wait}, check_waiting},
     {"carrier_migrating", {Need::carriers, Need::migrations}, check_migrating},
     {"platoon_effect", {Need::carriers, Need::raw_events}, check_platoon_effect},
@@ -39,13 +41,15 @@ constexpr Requirement kRequirements[] = {
      "no CPU cgroup of the target was read (a recording before format 1.2, or no cgroup cpu controller)"},
     {Need::cpu_times, [](const Context& c) { return !c.w.cpus.empty(); },
      "no per-CPU times in this window (a recording before format 1.2)"},
+    {Need::requests, [](const Context& c) { return c.w.has(snapshot::kFieldRequests); },
+     "the source has no request latency (record with platoon record --requests)"},
 };
 
 // One requirement per need, in the enum's order (the order "first need missing" follows).
 constexpr bool in_need_order() {
   for (size_t i = 0; i < std::size(kRequirements); ++i)
     if (kRequirements[i].need != static_cast<Need>(i)) return false;
-  return std::size(kRequirements) == static_cast<size_t>(Need::cpu_times) + 1;
+  return std::size(kRequirements) == static_cast<size_t>(Need::requests) + 1;
 }
 static_assert(in_need_order());
 

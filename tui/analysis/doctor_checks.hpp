@@ -5,7 +5,8 @@
 // function; docs/doctor.md ("Adding a finding") shows the lines.
 //
 // The functions live by what they look at: the carriers and their poller (doctor_carriers.cpp),
-// the CPUs the target gets (doctor_machine.cpp), the recording itself (doctor_losses.cpp). Each
+// the CPUs the target gets (doctor_machine.cpp), the recording itself (doctor_losses.cpp), the
+// requests on its connections (doctor_requests.cpp). Each
 // builds its evidence from typed rows and turns it into the finding's Object only when the
 // finding is complete, so no check reads its own evidence back.
 #pragma once
@@ -66,6 +67,7 @@ enum class Need : uint8_t {
   raw_events,   // the recording kept raw events (the batch analysis)
   cgroups,      // the target's CPU cgroups were read
   cpu_times,    // per-CPU times (steal, interrupts)
+  requests,     // per-request latency on the targets' connections (kFieldRequests)
 };
 
 class Needs {
@@ -100,6 +102,7 @@ std::span<const Check> checks();
 std::optional<std::string> missing(const Context& c, Needs needs);
 
 // The checks (one function each, named in kChecks).
+void check_requests_waiting(const Context& c, CheckResult& out);
 void check_waiting(const Context& c, CheckResult& out);
 void check_migrating(const Context& c, CheckResult& out);
 void check_platoon_effect(const Context& c, CheckResult& out);
@@ -110,7 +113,7 @@ void check_steal(const Context& c, CheckResult& out);
 void check_irq(const Context& c, CheckResult& out);
 void check_losses(const Context& c, CheckResult& out);
 
-// What --vs compares, from the carriers (doctor_key_numbers.cpp).
+// What --vs compares, from the carriers and the requests (doctor_key_numbers.cpp).
 KeyNumbers key_numbers(const Context& c);
 
 // Typed evidence rows become the finding's Array only when it is complete.

@@ -1,7 +1,8 @@
-// The key numbers --vs puts side by side: the worst carrier's wait, the carriers' migrations,
-// and their batches (events per epoll return, queue depth at drain), each only when the source
-// measures it.
+// The key numbers --vs puts side by side: the requests the target served (rate, server time,
+// socket wait), the worst carrier's wait, the carriers' migrations, and their batches (events
+// per epoll return, queue depth at drain), each only when the source measures it.
 #include "tui/analysis/doctor_checks.hpp"
+#include "tui/analysis/requests.hpp"
 
 namespace platoon::analysis::doctor {
 
@@ -27,10 +28,23 @@ void add_batch_numbers(const Context& c, KeyNumbers& k) {
     k.long_wait_cycles_pct = 100.0 * static_cast<double>(all.long_n) / static_cast<double>(all.long_n + all.short_n);
 }
 
+// Every request the target served, its ports pooled.
+void add_request_numbers(const Context& c, KeyNumbers& k) {
+  RequestRow all;
+  for (const RequestRow& r : requests_view(c.w).server) snapshot::merge_group(all.sum, r.sum);
+  if (all.sum.count == 0) return;
+  k.requests_per_s = c.per_s(static_cast<double>(all.sum.count));
+  k.server_time_p50_us = us(all.sum.total.percentile_ns(50));
+  k.server_time_p99_us = us(all.sum.total.percentile_ns(99));
+  k.socket_wait_p99_us = us(all.sum.wait.percentile_ns(99));
+  k.socket_wait_runnable_pct = all.wait_by_part_pct()[PLATOON_REQ_RUNNABLE];
+}
+
 }  // namespace
 
 KeyNumbers key_numbers(const Context& c) {
   KeyNumbers k;
+  if (c.w.has(snapshot::kFieldRequests)) add_request_numbers(c, k);
   k.carriers = c.roles.carriers.size();
   if (c.roles.carriers.empty()) return k;
   uint64_t cycles = 0, events = 0, drains_n = 0, depth = 0;

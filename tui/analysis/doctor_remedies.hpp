@@ -23,6 +23,10 @@ struct Remedies {
   std::string pin_carriers() const;
   // How to give the poller (the thread that wakes the carriers) priority or its own CPU.
   std::string poller_priority() const;
+  // How to make a loop poll its sockets sooner between batches of work.
+  std::string shorter_turns() const;
+  // How to have a sleeping loop notice ready sockets sooner.
+  std::string wake_sooner() const;
 };
 
 }  // namespace platoon::analysis::doctor

@@ -54,6 +54,37 @@ inline constexpr double kPollerPreemptionsPerS = 10.0;
 inline constexpr double kBusyPct = 50.0;
 inline constexpr double kDemandFactor = 1.0;
 
+// requests_waiting_in_sockets. A request's socket wait runs from its bytes being ready to a
+// target thread reading them: time the loop, not the work, adds. An endpoint needs this many
+// complete requests in the window to be judged (below it the p99 is its largest request).
+inline constexpr uint64_t kMinRequests = 100;
+// The tail: a socket wait p99 of at least kSocketWaitP99FloorUs that is also this share of the
+// server time p99 (of the round trip, where the target is the client reading replies). A healthy
+// loop reads within tens of µs (a 1,000 req/s run of platoon-server with two unpinned carriers:
+// p50 26 µs, p99 156 µs, 5% of its 3.2 ms server time p99); a reader preempted by a busy task
+// waits up to the kernel's slice (EEVDF: 0.75 ms × (1 + log2 CPUs), 1.5 ms on 2 CPUs). The floor,
+// five times platoon_effect's long wait, says 1% of the requests met such preemptions; below it
+// a fast service's small waits would be a large share of nothing. At a quarter of the p99, a
+// quarter of the tail an operator sees is time nobody worked on the requests; at half, the loop
+// sets the tail rather than the work.
+inline constexpr double kSocketWaitP99FloorUs = 500.0;
+inline constexpr double kSocketWaitP99SharePctWarn = 25.0;
+inline constexpr double kSocketWaitP99SharePctCritical = 50.0;
+// The median: a typical request that waits this long is a problem whatever the service takes.
+// The seed's 50K req/s run took p50 3.80 ms unpinned against 1.16 ms pinned with a 1 ms backend:
+// 2.6 ms more for every other request, waiting for a loop. 300 µs is a quarter of that pinned
+// p50; 1 ms is as long as the seed's whole backend call.
+inline constexpr double kSocketWaitP50UsWarn = 300.0;
+inline constexpr double kSocketWaitP50UsCritical = 1000.0;
+
+// --vs. With request data on both sides the run with the lower server time p99 is healthier,
+// when the two differ by at least this share of the higher one and this many µs: two runs of one
+// setup differ by a few percent (docs/doctor.md's pinned and unpinned runs at 1,000 req/s, where
+// the mock's 1 ms dominates: load p99 2.96 ms and 3.17 ms, 7%). Closer than that, the findings
+// and the carriers' numbers decide, as without request data.
+inline constexpr double kServerTimeP99NoisePct = 10.0;
+inline constexpr double kServerTimeP99NoiseUs = 50.0;
+
 // lost_events. Losing up to this share of the raw events is noted (info); beyond it the
 // batch analysis may be skewed (warn).
 inline constexpr double kLostEventsPctWarn = 1.0;

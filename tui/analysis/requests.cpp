@@ -6,10 +6,15 @@
 
 namespace platoon::analysis {
 
-std::array<double, kWaitParts.size()> RequestRow::wait_by_part_pct() const {
-  std::array<double, kWaitParts.size()> pct{};
+uint64_t RequestRow::wait_ns() const {
   uint64_t total = sum.unattributed_ns;
   for (uint64_t ns : sum.state_ns) total += ns;
+  return total;
+}
+
+std::array<double, kWaitParts.size()> RequestRow::wait_by_part_pct() const {
+  std::array<double, kWaitParts.size()> pct{};
+  const uint64_t total = wait_ns();
   if (total == 0) return pct;
   for (size_t i = 0; i < sum.state_ns.size(); ++i) pct[i] = 100.0 * double(sum.state_ns[i]) / double(total);
   pct[kWaitParts.size() - 1] = 100.0 * double(sum.unattributed_ns) / double(total);

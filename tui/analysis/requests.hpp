@@ -31,6 +31,8 @@ struct RequestRow {
   double rate = 0;              // complete requests per second of the window
 
   bool approximate() const { return sum.overlapped > 0; }
+  // The socket wait of all its requests, ns: the reader's states and the unattributed part.
+  uint64_t wait_ns() const;
   // Each kWaitParts entry in % of the socket wait; all 0 when there was none.
   std::array<double, kWaitParts.size()> wait_by_part_pct() const;
   // "127.0.0.1:9090" or ":8080".

@@ -19,6 +19,23 @@ namespace {
 
 using Out = std::back_insert_iterator<std::string>;
 
+// The request key numbers, in the order every output shows them: text label, JSON key, member,
+// decimals. All are set together, when the run served requests (kFieldRequests).
+struct RequestNumber {
+  const char* label;
+  const char* key;
+  std::optional<double> KeyNumbers::*value;
+  int decimals;
+};
+constexpr RequestNumber kRequestNumbers[] = {
+    {"requests/s", "requests_per_s", &KeyNumbers::requests_per_s, 1},
+    {"server time p50 us", "server_time_p50_us", &KeyNumbers::server_time_p50_us, 1},
+    {"server time p99 us", "server_time_p99_us", &KeyNumbers::server_time_p99_us, 1},
+    {"socket wait p99 us", "socket_wait_p99_us", &KeyNumbers::socket_wait_p99_us, 1},
+    {"  runnable share %", "socket_wait_runnable_pct", &KeyNumbers::socket_wait_runnable_pct, 1},
+};
+bool served(const KeyNumbers& k) { return k.requests_per_s.has_value(); }
+
 std::string number(double v) {
   if (!std::isfinite(v)) return "n/a";
   if (std::fabs(v - std::round(v)) < 1e-9 && std::fabs(v) < 1e15) return fmt::format("{:.0f}", v);
@@ -100,6 +117,11 @@ void text_header(Out o, const Diagnosis& d) {
                            measured(x, c.fields) ? fmt::format("{:.2f}", (*c.split).*x.pct) : "-");
     fmt::format_to(o, "  {} wait {:.2f}%: {}\n", c.thread, c.wait_pct, parts);
   }
+  const KeyNumbers& k = d.key;
+  if (served(k))
+    fmt::format_to(o, "requests served: {:.1f}/s, server time p50 {:.1f} us, p99 {:.1f} us; socket wait p99 {:.1f} us, "
+                      "{:.1f}% of it runnable\n", *k.requests_per_s, *k.server_time_p50_us, *k.server_time_p99_us,
+                   *k.socket_wait_p99_us, *k.socket_wait_runnable_pct);
 }
 
 }  // namespace
@@ -144,7 +166,10 @@ Value opt(std::optional<double> v, int decimals) {
 }
 
 Object key_object(const KeyNumbers& k) {
-  Object o{{"carriers", k.carriers}};
+  Object o;
+  for (const RequestNumber& n : kRequestNumbers)
+    if (k.*n.value) o.emplace_back(n.key, round_to(*(k.*n.value), n.decimals));
+  o.emplace_back("carriers", k.carriers);
   if (k.max_carrier_wait_pct) {
     o.emplace_back("max_carrier_wait_pct", round_to(*k.max_carrier_wait_pct, 2));
     o.emplace_back("max_wait_thread", k.max_wait_thread);
@@ -230,7 +255,8 @@ std::string opt_text(std::optional<double> v, int decimals) {
 }
 
 // Lower is better for every key number compared here; "notably" means beyond the noise of a
-// shared 2-vCPU machine (1 point of %wait, 10 migrations/s).
+// shared 2-vCPU machine (1 point of %wait, 10 migrations/s; for latencies, the larger of
+// kServerTimeP99NoiseUs and kServerTimeP99NoisePct of the higher one).
 void better_on(std::vector<std::string>& reasons, const char* what, std::optional<double> a, std::optional<double> b,
                double noise, int decimals, int healthier) {
   if (!a || !b || std::fabs(*a - *b) < noise) return;
@@ -240,30 +266,52 @@ void better_on(std::vector<std::string>& reasons, const char* what, std::optiona
                                 opt_text(healthier == 1 ? a : b, decimals)));
 }
 
-}  // namespace
+double latency_noise(std::optional<double> a, std::optional<double> b) {
+  return a && b ? std::max(kServerTimeP99NoiseUs, kServerTimeP99NoisePct / 100.0 * std::max(*a, *b)) : 0;
+}
 
-Comparison compare(const Diagnosis& a, const Diagnosis& b) {
-  Comparison c;
+// 1: b is lower beyond the noise, 0: a is, -1: neither (or either lacks it).
+int lower(std::optional<double> x, std::optional<double> y, double noise) {
+  return x && y && std::fabs(*x - *y) >= noise ? (*y < *x ? 1 : 0) : -1;
+}
+
+// With request data on both sides the server time p99 decides: it is what the clients feel.
+void by_server_time(Comparison& c, const Diagnosis& a, const Diagnosis& b) {
+  const std::optional<double> pa = a.key.server_time_p99_us, pb = b.key.server_time_p99_us;
+  c.healthier = lower(pa, pb, latency_noise(pa, pb));
+  if (c.healthier < 0) return;
+  const Diagnosis& h = c.healthier ? b : a;
+  const Diagnosis& o = c.healthier ? a : b;
+  c.reasons.push_back(fmt::format("server time p99 {:.1f} vs {:.1f} us", *h.key.server_time_p99_us, *o.key.server_time_p99_us));
+  c.reasons.push_back(h.score() == o.score() ? fmt::format("both have {}", counts(h))
+                      : fmt::format("{}{} vs {}", h.score() > o.score() ? "though it has " : "", counts(h), counts(o)));
+}
+
+// Without it (or within its noise): the findings' weight, then the carriers' numbers, %wait
+// first (it stalls a carrier's whole queue).
+void by_findings(Comparison& c, const Diagnosis& a, const Diagnosis& b) {
   const int sa = a.score(), sb = b.score();
   if (sa != sb) {
     c.healthier = sb < sa ? 1 : 0;
     const Diagnosis& h = c.healthier ? b : a;
     const Diagnosis& o = c.healthier ? a : b;
     c.reasons.push_back(fmt::format("{} vs {}", counts(h), counts(o)));
-  } else {
-    // Same findings weight: the key numbers decide, %wait first (it stalls a carrier's whole queue).
-    auto lower = [](std::optional<double> x, std::optional<double> y, double noise) {
-      return x && y && std::fabs(*x - *y) >= noise ? (*y < *x ? 1 : 0) : -1;
-    };
-    c.healthier = lower(a.key.max_carrier_contended_wait_pct, b.key.max_carrier_contended_wait_pct, 1.0);
-    if (c.healthier < 0) c.healthier = lower(a.key.max_carrier_wait_pct, b.key.max_carrier_wait_pct, 1.0);
-    if (c.healthier < 0) c.healthier = lower(a.key.carrier_migrations_per_s, b.key.carrier_migrations_per_s, 10.0);
-    if (c.healthier < 0) {
-      c.reasons.push_back(fmt::format("both have {} and their key numbers are within noise", counts(a)));
-      return c;
-    }
-    c.reasons.push_back(fmt::format("both have {}", counts(a)));
+    return;
   }
+  c.healthier = lower(a.key.max_carrier_contended_wait_pct, b.key.max_carrier_contended_wait_pct, 1.0);
+  if (c.healthier < 0) c.healthier = lower(a.key.max_carrier_wait_pct, b.key.max_carrier_wait_pct, 1.0);
+  if (c.healthier < 0) c.healthier = lower(a.key.carrier_migrations_per_s, b.key.carrier_migrations_per_s, 10.0);
+  c.reasons.push_back(c.healthier < 0 ? fmt::format("both have {} and their key numbers are within noise", counts(a))
+                                      : fmt::format("both have {}", counts(a)));
+}
+
+}  // namespace
+
+Comparison compare(const Diagnosis& a, const Diagnosis& b) {
+  Comparison c;
+  by_server_time(c, a, b);
+  if (c.healthier < 0) by_findings(c, a, b);
+  if (c.healthier < 0) return c;
   const Diagnosis& h = c.healthier ? b : a;
   const Diagnosis& o = c.healthier ? a : b;
   // Which findings only the other run has.
@@ -272,6 +320,10 @@ Comparison compare(const Diagnosis& a, const Diagnosis& b) {
     if (std::none_of(h.findings.begin(), h.findings.end(), [&](const Finding& g) { return g.id == f.id; }))
       only.push_back(fmt::format("{} ({})", f.id, to_string(f.severity)));
   if (!only.empty()) c.reasons.push_back(fmt::format("only the other run has {}", fmt::join(only, ", ")));
+  better_on(c.reasons, "server time p50 us", a.key.server_time_p50_us, b.key.server_time_p50_us,
+            latency_noise(a.key.server_time_p50_us, b.key.server_time_p50_us), 1, c.healthier);
+  better_on(c.reasons, "socket wait p99 us", a.key.socket_wait_p99_us, b.key.socket_wait_p99_us,
+            latency_noise(a.key.socket_wait_p99_us, b.key.socket_wait_p99_us), 1, c.healthier);
   better_on(c.reasons, "max carrier contended %wait", a.key.max_carrier_contended_wait_pct,
             b.key.max_carrier_contended_wait_pct, 1.0, 1, c.healthier);
   better_on(c.reasons, "max carrier %wait", a.key.max_carrier_wait_pct, b.key.max_carrier_wait_pct, 1.0, 1, c.healthier);
@@ -280,36 +332,51 @@ Comparison compare(const Diagnosis& a, const Diagnosis& b) {
   return c;
 }
 
+namespace {
+
+// The carriers' optional key numbers, one row each: label, member, decimals.
+struct Row {
+  const char* label;
+  std::optional<double> KeyNumbers::*value;
+  int decimals;
+};
+constexpr Row kRows[] = {
+    {"  contended (behind a task)", &KeyNumbers::max_carrier_contended_wait_pct, 1},
+    {"carrier migrations/s", &KeyNumbers::carrier_migrations_per_s, 1},
+    {"events per epoll cycle", &KeyNumbers::events_per_cycle, 2},
+    {"  after a wait >= 100 us", &KeyNumbers::batch_after_long_wait, 2},
+    {"  after a shorter wait", &KeyNumbers::batch_after_short_wait, 2},
+    {"  % cycles after >= 100 us", &KeyNumbers::long_wait_cycles_pct, 2},
+    {"queue depth at drain", &KeyNumbers::queue_depth_avg, 2},
+};
+
+void side_row(Out o, const char* label, std::optional<double> a, std::optional<double> b, int decimals) {
+  fmt::format_to(o, "{:<26} {:>24} {:>24}\n", label, opt_text(a, decimals), opt_text(b, decimals));
+}
+
+void request_rows(Out o, const KeyNumbers& a, const KeyNumbers& b) {
+  for (const RequestNumber& n : kRequestNumbers) side_row(o, n.label, a.*n.value, b.*n.value, n.decimals);
+}
+
+}  // namespace
+
 std::string compare_text(const Diagnosis& a, const Diagnosis& b) {
   std::string s;
   Out o = std::back_inserter(s);
   const Comparison c = compare(a, b);
+  // Request latency first when both runs have it (it decides); below the rest when one has it.
+  const bool both = served(a.key) && served(b.key), one = served(a.key) != served(b.key);
   fmt::format_to(o, "platoon doctor  A: {}  vs  B: {}\n\n", a.label, b.label);
   fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "", "A", "B");
+  if (both) request_rows(o, a.key, b.key);
   fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "findings", counts(a), counts(b));
   fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "carriers", a.key.carriers, b.key.carriers);
   auto wait = [](const KeyNumbers& k) {
     return k.max_carrier_wait_pct ? fmt::format("{:.1f} ({})", *k.max_carrier_wait_pct, k.max_wait_thread) : "-";
   };
   fmt::format_to(o, "{:<26} {:>24} {:>24}\n", "max carrier %wait", wait(a.key), wait(b.key));
-  // The optional key numbers, one row each: label, member, decimals.
-  struct Row {
-    const char* label;
-    std::optional<double> KeyNumbers::*value;
-    int decimals;
-  };
-  static constexpr Row kRows[] = {
-      {"  contended (behind a task)", &KeyNumbers::max_carrier_contended_wait_pct, 1},
-      {"carrier migrations/s", &KeyNumbers::carrier_migrations_per_s, 1},
-      {"events per epoll cycle", &KeyNumbers::events_per_cycle, 2},
-      {"  after a wait >= 100 us", &KeyNumbers::batch_after_long_wait, 2},
-      {"  after a shorter wait", &KeyNumbers::batch_after_short_wait, 2},
-      {"  % cycles after >= 100 us", &KeyNumbers::long_wait_cycles_pct, 2},
-      {"queue depth at drain", &KeyNumbers::queue_depth_avg, 2},
-  };
-  for (const Row& r : kRows)
-    fmt::format_to(o, "{:<26} {:>24} {:>24}\n", r.label, opt_text(a.key.*r.value, r.decimals),
-                   opt_text(b.key.*r.value, r.decimals));
+  for (const Row& r : kRows) side_row(o, r.label, a.key.*r.value, b.key.*r.value, r.decimals);
+  if (one) request_rows(o, a.key, b.key);
   if (c.healthier < 0) fmt::format_to(o, "\nhealthier: neither: {}\n", fmt::join(c.reasons, "; "));
   else
     fmt::format_to(o, "\nhealthier: {} ({}): {}\n", c.healthier ? "B" : "A", c.healthier ? b.label : a.label,
@@ -326,7 +393,11 @@ std::string compare_json(const Diagnosis& a, const Diagnosis& b, bool pretty) {
   Array reasons;
   for (const auto& r : c.reasons) reasons.emplace_back(r);
   auto pair = [](std::optional<double> x, std::optional<double> y, int dec) { return Array{opt(x, dec), opt(y, dec)}; };
-  Object side{{"findings", Array{a.findings.size(), b.findings.size()}},
+  // The request numbers lead when either run has them (null for one that has not).
+  Object side;
+  if (served(a.key) || served(b.key))
+    for (const RequestNumber& n : kRequestNumbers) side.emplace_back(n.key, pair(a.key.*n.value, b.key.*n.value, n.decimals));
+  Object rest{{"findings", Array{a.findings.size(), b.findings.size()}},
               {"score", Array{a.score(), b.score()}},
               {"max_carrier_wait_pct", pair(a.key.max_carrier_wait_pct, b.key.max_carrier_wait_pct, 2)},
               {"max_carrier_contended_wait_pct", pair(a.key.max_carrier_contended_wait_pct, b.key.max_carrier_contended_wait_pct, 2)},
@@ -336,6 +407,7 @@ std::string compare_json(const Diagnosis& a, const Diagnosis& b, bool pretty) {
               {"events_per_cycle_after_short_wait", pair(a.key.batch_after_short_wait, b.key.batch_after_short_wait, 3)},
               {"long_wait_cycles_pct", pair(a.key.long_wait_cycles_pct, b.key.long_wait_cycles_pct, 3)},
               {"queue_depth_avg", pair(a.key.queue_depth_avg, b.key.queue_depth_avg, 3)}};
+  for (auto& kv : rest) side.push_back(std::move(kv));
   Object top{{"healthier", c.healthier < 0 ? "neither" : c.healthier ? "b" : "a"},
              {"healthier_file", c.healthier < 0 ? "" : c.healthier ? b.label : a.label},
              {"why", std::move(reasons)},
