@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Keeps the alert thresholds of platoon.rules.yml equal to platoon doctor's.
 
-Each threshold in an alert's expression is written `>= NUMBER  # kName`, kName a percentage in
-tui/analysis/doctor_thresholds.hpp: NUMBER must be kName / 100, and the comparison `>=`, as doctor
-reports a finding once a value reaches its threshold. (In a plain YAML value the `# kName` is a
+Each threshold in an alert's expression is written `>= NUMBER  # kName`, kName a constant of
+tui/analysis/doctor_thresholds.hpp: a percentage (Pct in its name), NUMBER = kName / 100, or a time
+in µs (Us in its name), NUMBER = kName / 1e6 seconds; the comparison `>=`, as doctor reports a
+finding once a value reaches its threshold. (In a plain YAML value the `# kName` is a
 YAML comment; in a block (`|`) it is a PromQL comment: either way Prometheus ignores it.) Every
 numeric comparison in an alert must carry such a name, and docs/exporter.md's alert table must
 show each alert's expression as the rules file has it.
@@ -39,12 +40,18 @@ def constants(path):
 
 
 def ratio(name, consts):
-    """The rules' value for doctor constant NAME (a percentage), or an error line."""
+    """The rules' value for doctor constant NAME (a percentage or µs), or an error line."""
     if name not in consts:
         return None, f"{name} is not a constant of {os.path.relpath(HEADER, ROOT)}"
-    if "Pct" not in name:
-        return None, f"{name} is not a percentage (its name has no Pct): the rules compare fractions"
-    return consts[name] / 100, None
+    if "Pct" in name:
+        return consts[name] / 100, None
+    if "Us" in name:
+        return consts[name] / 1e6, None
+    return None, f"{name} is neither a percentage (Pct) nor µs (Us): the rules compare fractions and seconds"
+
+
+def unit(name):
+    return "%" if "Pct" in name else " us"
 
 
 def fmt(v):
@@ -84,7 +91,7 @@ def check(consts, write):
                 lines[i] = line = line[: m.start()] + f">={m.group(2) or ' '}{fmt(want)}{m.group(4)}{name}" + line[m.end():]
                 changed = True
             else:
-                problems.append(f"{where}: `{op} {m.group(3)}`, but doctor's {name} is {fmt(consts[name])}%: "
+                problems.append(f"{where}: `{op} {m.group(3)}`, but doctor's {name} is {fmt(consts[name])}{unit(name)}: "
                                 f"`>= {fmt(want)}` (scripts/prometheus/sync-thresholds.py --write)")
     if changed:
         with open(RULES, "w") as f:

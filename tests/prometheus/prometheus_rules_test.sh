@@ -87,7 +87,7 @@ else
   start_mock
   start_server --carriers 1
   start_load --rate 500 --connections 10 --threads 1 --duration 10
-  start_exporter "$tmp/exp.log" --pid "$spid"
+  start_exporter "$tmp/exp.log" --pid "$spid" --requests
   sleep 1.5
   curl -sf "http://127.0.0.1:$eport/metrics" > "$tmp/scrape" || fail "scrape of the exporter"
   while read -r m; do
@@ -96,12 +96,14 @@ else
         grep -qE "^$m\{cpu=\"[0-9]+\"\} " "$tmp/scrape" || fail "live scrape: no $m{cpu=...}" ;;
       platoon_cgroup_*)  # per CPU cgroup of the target: the server's own, whatever it is here
         grep -qE "^$m\{cgroup=\"/[^\"]*\"\} " "$tmp/scrape" || fail "live scrape: no $m{cgroup=...}" ;;
+      platoon_requests_*)  # per port the server listens on
+        grep -qE "^$m\{[^}]*port=\"$sport\"" "$tmp/scrape" || fail "live scrape: no $m for port $sport" ;;
       *) grep -qE "^$m\{[^}]*thread=\"carrier-0\"" "$tmp/scrape" || { grep carrier-0 "$tmp/scrape" | head; fail "live scrape: no $m for carrier-0"; } ;;
     esac
   done < "$tmp/existing"
   grep -qE '^platoon_thread_epoll_events_per_cycle_bucket\{[^}]*thread="carrier-0"[^}]*,le="2"\}' "$tmp/scrape" \
     || fail "live scrape: no le=\"2\" bucket of the epoll histogram"
-  echo "ok live scrape: $(wc -l < "$tmp/existing") families the rules read, on carrier-0 and per CPU"
+  echo "ok live scrape: $(wc -l < "$tmp/existing") families the rules read, on carrier-0, per CPU and per port"
 fi
 # f. The rules and doctor on one live target.
 . "$root/tests/lib/cgroups.sh"

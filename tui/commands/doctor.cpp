@@ -246,6 +246,7 @@ CommandRun add_doctor(CLI::App& sub) {
   sub.add_option("-f,--format", f->opt.format, "text or json")->capture_default_str();
   f->live.add_procfs(sub, f->opt.live, "live: sample /proc instead of loading BPF (fewer findings)");
   f->live.add_no_usdt(sub, "live: do not attach the runtime's USDT probes");
+  f->live.add_requests(sub);
   sub.footer("Examples:\n  platoon doctor run.trace\n  platoon doctor unpinned.trace --vs pinned.trace\n"
              "  platoon doctor --pid 1234 --duration 10 --format json");
   return [f](const std::vector<std::string>& command) {
