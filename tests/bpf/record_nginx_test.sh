@@ -7,15 +7,10 @@ set -uo pipefail
 use_tmp recngx
 stop_grace=0.5
 require_root
-[ -x /usr/sbin/nginx ] || skip "nginx not installed"
 switches() { awk '/^voluntary_ctxt_switches/{v=$2} /^nonvoluntary_ctxt_switches/{n=$2} END{print v+n}' "/proc/$1/status"; }
 
 start_mock
-nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-scripts/peers/nginx/run-nginx.sh --port "$nport" --backend "127.0.0.1:$mport" --workers 2 --dir "$tmp/nginx" > "$tmp/nginx.log" 2>&1 & master=$!; pids+=($master)
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$nport/fruits" > /dev/null && break; sleep 0.05; done
-workers=$(pgrep -P "$master" | tr '\n' ',' | sed 's/,$//')
-[ -n "$workers" ] || fail "no nginx workers under $master"
+start_nginx
 echo "nginx master $master workers $workers"
 
 s0=(); for w in ${workers//,/ }; do s0+=("$(switches "$w")"); done

@@ -7,15 +7,9 @@ set -uo pipefail
 use_tmp recngxreq
 stop_grace=0.5
 require_root
-[ -x /usr/sbin/nginx ] || skip "nginx not installed"
 
 start_mock
-nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-scripts/peers/nginx/run-nginx.sh --port "$nport" --backend "127.0.0.1:$mport" --workers 2 --dir "$tmp/nginx" \
-  --access-log > "$tmp/nginx.log" 2>&1 & master=$!; pids+=($master)
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$nport/fruits" > /dev/null && break; sleep 0.05; done
-workers=$(pgrep -P "$master" | tr '\n' ',' | sed 's/,$//')
-[ -n "$workers" ] || fail "no nginx workers under $master"
+start_nginx --access-log
 log=$tmp/nginx/logs/access.log
 
 "$bin/platoon" record -i 0.5 --requests --pid "$master,$workers" -o "$tmp/n.trace" 2> "$tmp/rec.err" & rec=$!; pids+=($rec)

@@ -69,6 +69,18 @@ start_server() {
   sport=$(port_of "$tmp/$name.log"); [ -n "$sport" ] || fail "server ($name) did not start"
 }
 
+# start_nginx [run-nginx.sh ARGS..]: Debian's nginx (skips without it) proxying the mock with two
+# workers, in $tmp/nginx, answering; sets nport, master and workers (a comma list).
+start_nginx() {
+  [ -x /usr/sbin/nginx ] || skip "nginx not installed"
+  nport=$(free_port)
+  scripts/peers/nginx/run-nginx.sh --port "$nport" --backend "127.0.0.1:$mport" --workers 2 --dir "$tmp/nginx" "$@" \
+    > "$tmp/nginx.log" 2>&1 & master=$!; pids+=($master)
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$nport/fruits" > /dev/null && break; sleep 0.05; done
+  workers=$(pgrep -P "$master" | tr '\n' ',' | sed 's/,$//')
+  [ -n "$workers" ] || fail "no nginx workers under $master"
+}
+
 # run_load ARGS..: platoon-load against the server's /fruits (port $sport), in the foreground.
 run_load() { "$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" "$@"; }
 # start_load ARGS..: the same in the background, quiet, its pid in $pids (the program's own pid:

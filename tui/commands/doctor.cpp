@@ -233,12 +233,8 @@ int run_doctor(const DoctorOptions& opt) {
 }
 
 CommandRun add_doctor(CLI::App& sub) {
-  struct Flags {
-    DoctorOptions opt;
-    LiveFlags live;
-    std::string duration = "5";
-  };
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<CommandFlags<DoctorOptions>>();
+  f->duration = "5";
   sub.add_option("file", f->opt.file, "trace file written by platoon record (or use --pid/--comm/-- CMD)");
   f->live.add_target(sub);
   sub.add_option("-d,--duration", f->duration, "live: how long to watch")->capture_default_str();

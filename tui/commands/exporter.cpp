@@ -170,11 +170,7 @@ int run_exporter(const ExporterOptions& opt) {
 }
 
 CommandRun add_exporter(CLI::App& sub) {
-  struct Flags {
-    ExporterOptions opt;
-    LiveFlags live;
-  };
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<CommandFlags<ExporterOptions>>();
   f->live.add_target(sub);
   sub.add_option("-l,--listen", f->opt.listen, "HOST:PORT or :PORT to listen on")->capture_default_str();
   sub.add_option("--max-threads", f->opt.max_threads, "export at most this many threads (busiest first)")

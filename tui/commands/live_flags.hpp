@@ -49,4 +49,14 @@ struct LiveFlags {
                bool whole_machine = false) const;
 };
 
+// What a live subcommand's parser fills: its own options, the shared live flags, and the times
+// it takes as text (parse_seconds reads them when the command runs, so that a bad value gets the
+// command's own usage line). Held by a shared_ptr in the parser's callback.
+template <class Options>
+struct CommandFlags {
+  Options opt;
+  LiveFlags live;
+  std::string duration, interval;
+};
+
 }  // namespace platoon::cli

@@ -229,13 +229,11 @@ int run_record(const RecordOptions& opt) {
 
 
 CommandRun add_record(CLI::App& sub) {
-  struct Flags {
-    RecordOptions opt;
-    LiveFlags live;
-    std::string duration, interval = "1";
+  struct Flags : CommandFlags<RecordOptions> {
     bool no_events = false;
   };
   auto f = std::make_shared<Flags>();
+  f->interval = "1";
   RecordOptions& opt = f->opt;
   f->live.add_target(sub);
   sub.add_option("-d,--duration", f->duration, "stop after this long (10, 10s, 500ms, 2m); default: until Ctrl-C");

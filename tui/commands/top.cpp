@@ -347,12 +347,8 @@ int run_top(const TopOptions& opt) {
 }
 
 CommandRun add_top(CLI::App& sub) {
-  struct Flags {
-    TopOptions opt;
-    LiveFlags live;
-    std::string interval = "1";
-  };
-  auto f = std::make_shared<Flags>();
+  auto f = std::make_shared<CommandFlags<TopOptions>>();
+  f->interval = "1";
   TopOptions& opt = f->opt;
   f->live.add_target(sub);
   sub.add_option("-i,--interval", f->interval, "refresh interval (0.25 to 3600 s; + and - change it live)")
