@@ -3,7 +3,8 @@
 # request count agrees with the server's own counter (/metrics) over the same span, every
 # server-time percentile stays within what platoon-load measured from outside (the kernel's part
 # of a request cannot be longer than the client's), and the backend time on the server's
-# connections to platoon-mock is the mock's think time plus little.
+# connections to platoon-mock is the mock's think time plus little. The exports of the recording
+# hold every request it has.
 set -uo pipefail
 . "$(dirname "$0")/../lib/common.sh"
 use_tmp recreq
@@ -54,4 +55,15 @@ print(f"backend time p50 {b['p50']:.1f} us p99 {b['p99']:.1f} us against a think
 assert think_ms * 1000 <= b["p50"] <= think_ms * 1000 * 1.5, "backend time p50 is not the mock's think time"
 assert clients[0]["count"] >= 0.99 * served, "fewer backend requests than requests served"
 PY
+
+# The same recording exported: a CSV row and a Perfetto slice (with its phases and its flow to the
+# reader) per request record, as tests/tools/check_request_export.py reads them. The recorder was
+# started before any request, so the report's window (first to last snapshot) holds them all.
+require_cmd protoc "protoc missing (scripts/install-deps.sh installs protobuf-compiler)"
+"$bin/platoon" export "$tmp/s.trace" -f requests-csv -o "$tmp/s.csv" || fail "export requests-csv"
+"$bin/platoon" export "$tmp/s.trace" -f perfetto -o "$tmp/s.pftrace" || fail "export perfetto"
+protoc -Itui/outputs --decode=perfetto.protos.Trace perfetto_trace.proto < "$tmp/s.pftrace" > "$tmp/s.txt" || fail "protoc"
+python3 tests/tools/perfetto_slices.py < "$tmp/s.txt" > "$tmp/s.slices.json" || fail "nest the slices"
+python3 tests/tools/check_request_export.py "$tmp/s.trace" "$tmp/s.csv" "$tmp/s.slices.json" \
+  --comms "$tmp/r.json" --report "$tmp/r.json" --exact || fail "the exports disagree with the records"
 echo PASS

@@ -51,6 +51,9 @@ struct Log : EventVisitor {
   void on_steal(const platoon_event_header& h, const platoon_ev_runtime& e) override {
     add(h, "steal " + std::to_string(e.b));
   }
+  void on_request(const platoon_event_header& h, const platoon_ev_request& e) override {
+    add(h, "request conn=" + std::to_string(e.conn));
+  }
 };
 
 TEST(VisitEvent, EachTypeReachesItsCallback) {
@@ -80,10 +83,13 @@ TEST(VisitEvent, EachTypeReachesItsCallback) {
   rt = record<platoon_ev_runtime>(PLATOON_EV_STEAL, 70, 5);
   rt.b = 3;
   EXPECT_TRUE(visit_event(&rt, sizeof rt, log));
+  auto rq = record<platoon_ev_request>(PLATOON_EV_REQUEST, 80, 6);
+  rq.conn = 9;
+  EXPECT_TRUE(visit_event(&rq, sizeof rq, log));
   EXPECT_EQ(log.lines, (std::vector<std::string>{"10 5 switch next=6 worker", "22 6 waking waker=5",
                                                  "23 6 wakeup waker=5", "24 6 wakeup_new waker=5",
                                                  "30 6 migrate 0>1", "40 6 exit pid=4", "50 5 epoll -4",
-                                                 "60 5 drain 7", "70 5 steal 3"}));
+                                                 "60 5 drain 7", "70 5 steal 3", "80 6 request conn=9"}));
 }
 
 TEST(VisitEvent, UnknownOrShortRecordsAreNotVisited) {

@@ -1,6 +1,7 @@
-// The Perfetto export on synthetic recordings, read back by a minimal wire-format decoder written
-// here from the protobuf encoding rules (not from the encoder): varints, nested messages, the
-// per-CPU bundles in time order, the kinds exported and left out, counters, losses, prev_state.
+// The Perfetto export on synthetic recordings, read back by a minimal wire-format decoder
+// (proto_decode.hpp, written from the protobuf encoding rules, not from the encoder): varints,
+// nested messages, the per-CPU bundles in time order, the kinds exported and left out, counters,
+// losses, prev_state.
 #include "tui/outputs/export_perfetto.hpp"
 
 #include <gtest/gtest.h>
@@ -13,64 +14,11 @@
 
 #include "tui/outputs/export_targets.hpp"
 #include "tui/outputs/proto_encoder.hpp"
+#include "tests/model/proto_decode.hpp"
 #include "tests/lib/namespaces.hpp"
 
 namespace platoon::tests {
 namespace {
-
-struct Field {
-  uint32_t number = 0;
-  uint32_t wire = 0;
-  uint64_t value = 0;      // varint or fixed64
-  std::string bytes;       // length-delimited
-};
-
-std::vector<Field> parse(const std::string& buf) {
-  std::vector<Field> out;
-  size_t p = 0;
-  auto varint = [&]() {
-    uint64_t v = 0;
-    for (int shift = 0; p < buf.size(); shift += 7) {
-      const auto b = static_cast<uint8_t>(buf[p++]);
-      v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (b < 0x80) return v;
-    }
-    ADD_FAILURE() << "truncated varint";
-    return v;
-  };
-  while (p < buf.size()) {
-    Field f;
-    const uint64_t tag = varint();
-    f.number = static_cast<uint32_t>(tag >> 3);
-    f.wire = static_cast<uint32_t>(tag & 7);
-    if (f.wire == 0) {
-      f.value = varint();
-    } else if (f.wire == 1) {
-      std::memcpy(&f.value, buf.data() + p, 8);
-      p += 8;
-    } else if (f.wire == 2) {
-      const uint64_t n = varint();
-      f.bytes = buf.substr(p, n);
-      p += n;
-    } else {
-      ADD_FAILURE() << "unexpected wire type " << f.wire;
-      break;
-    }
-    out.push_back(std::move(f));
-  }
-  return out;
-}
-std::vector<Field> all(const std::vector<Field>& fs, uint32_t number) {
-  std::vector<Field> out;
-  for (const auto& f : fs)
-    if (f.number == number) out.push_back(f);
-  return out;
-}
-const Field* one(const std::vector<Field>& fs, uint32_t number) {
-  for (const auto& f : fs)
-    if (f.number == number) return &f;
-  return nullptr;
-}
 
 TEST(ProtoEncoder, WireFormat) {
   ProtoMessage m;

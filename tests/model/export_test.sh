@@ -100,7 +100,7 @@ expect_error "no raw events (recorded with --no-events or --procfs): chrome expo
   "$platoon" export "$tmp/N" --format chrome -o "$tmp/n.json"
 [ ! -e "$tmp/n.json" ] || fail "a failed export left its output behind"
 
-expect_error "must be perfetto, chrome or csv" "$platoon" export "$tmp/T" --format xml -o "$tmp/x"
+expect_error "must be perfetto, chrome, csv or requests-csv" "$platoon" export "$tmp/T" --format xml -o "$tmp/x"
 expect_error "output" "$platoon" export "$tmp/T" --format csv
 expect_error "$tmp/missing" "$platoon" export "$tmp/missing" --format csv -o "$tmp/x"
 expect_error "$tmp/bad" "$platoon" export "$tmp/bad" --format chrome -o "$tmp/x"

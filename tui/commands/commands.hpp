@@ -94,7 +94,7 @@ int run_report(const ReportOptions& opt);
 
 struct ExportOptions {
   std::string file;
-  std::string format;         // perfetto, chrome or csv
+  std::string format;         // perfetto, chrome, csv or requests-csv (export.cpp's kFormats)
   std::string output;
 };
 int run_export(const ExportOptions& opt);

@@ -1,12 +1,15 @@
 // platoon export: a trace file in formats other tools read. csv (one row per thread per
 // interval) works from the snapshots alone; chrome (Trace Event JSON) needs the raw events.
-// perfetto (protobuf) too, streamed in two passes.
+// perfetto (protobuf) too, streamed in two passes. requests-csv (one row per request) needs the
+// request records of platoon record --requests.
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <memory>
 #include <cstring>
+#include <iterator>
+#include <map>
 #include <ext/stdio_filebuf.h>
 #include <ostream>
 #include <optional>
@@ -19,6 +22,7 @@
 #include "tui/outputs/export_chrome.hpp"
 #include "tui/outputs/export_csv.hpp"
 #include "tui/outputs/export_perfetto.hpp"
+#include "tui/outputs/export_requests_csv.hpp"
 #include "tui/outputs/output_file.hpp"
 #include "tui/trace/trace_reader.hpp"
 
@@ -170,27 +174,86 @@ int export_chrome(const ExportOptions& opt) {
   return 0;
 }
 
+// Two passes: the first learns the readers' names from the snapshots and whether the recording
+// has any request at all (no output is made for one without), the second writes the rows.
+int export_requests_csv(const ExportOptions& opt) {
+  std::map<uint32_t, outputs::ExportThread> threads;
+  uint64_t requests = 0;
+  trace::ReadOptions scan;
+  scan.on_event = [&requests](const platoon_event_header& h, const void*, size_t) {
+    if (h.type == PLATOON_EV_REQUEST) ++requests;
+  };
+  scan.on_snapshot = [&threads](snapshot::Snapshot&& s) { outputs::add_targets(threads, s); };
+  std::string error;
+  auto c = trace::read_trace(opt.file, &error, scan);
+  if (!c) return fail(error);
+  if (requests == 0) return fail("no request records in " + opt.file + ": record with --requests");
+  warn_incomplete(opt.file, *c);
+  ExportFile out(opt.output);
+  if (!out.ok()) return fail(out.error());
+  outputs::write_requests_csv_header(out.stream());
+  outputs::RequestsCsv csv(out.stream(), std::move(threads));
+  trace::ReadOptions write;
+  write.on_event = [&csv](const platoon_event_header& h, const void* rec, size_t size) { csv.add(h, rec, size); };
+  write.on_snapshot = [](snapshot::Snapshot&&) {};
+  if (!trace::read_trace(opt.file, &error, write)) return fail(error);
+  csv.finish();
+  if (!out.commit()) return fail(out.error());
+  if (csv.late() > 0)
+    std::fprintf(stderr, "platoon export: %llu requests came more than %.0f ms out of order: their rows are out of time order\n",
+                 static_cast<unsigned long long>(csv.late()), trace::kReorderHorizonNs / 1e6);
+  return 0;
+}
+
+struct Format {
+  const char* name;
+  const char* what;
+  int (*run)(const ExportOptions&);
+};
+constexpr Format kFormats[] = {
+    {"perfetto", "protobuf", export_perfetto},
+    {"chrome", "Trace Event JSON", export_chrome},
+    {"csv", "a row per thread per interval", export_csv},
+    {"requests-csv", "a row per request", export_requests_csv},
+};
+
+// "perfetto, chrome, csv or requests-csv", each with what it is when `described`.
+std::string format_list(bool described) {
+  std::string list;
+  for (size_t i = 0; i < std::size(kFormats); ++i) {
+    if (i > 0) list += i + 1 == std::size(kFormats) ? " or " : ", ";
+    list += kFormats[i].name;
+    if (described) list += std::string(" (") + kFormats[i].what + ")";
+  }
+  return list;
+}
+
+const Format* format_named(const std::string& name) {
+  for (const Format& f : kFormats)
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
 }  // namespace
 
 int run_export(const ExportOptions& opt) {
-  if (opt.format == "csv") return export_csv(opt);
-  if (opt.format == "chrome") return export_chrome(opt);
-  if (opt.format == "perfetto") return export_perfetto(opt);
-  std::fprintf(stderr, "platoon export: --format must be perfetto, chrome or csv, not '%s'\n", opt.format.c_str());
+  if (const Format* f = format_named(opt.format)) return f->run(opt);
+  std::fprintf(stderr, "platoon export: --format must be %s, not '%s'\n", format_list(false).c_str(), opt.format.c_str());
   return kExitUsage;
 }
 
 CommandRun add_export(CLI::App& sub) {
   auto opt = std::make_shared<ExportOptions>();
   sub.add_option("file", opt->file, "trace file written by platoon record")->required();
-  sub.add_option("-f,--format", opt->format, "perfetto (protobuf), chrome (Trace Event JSON) or csv")->required();
+  sub.add_option("-f,--format", opt->format, format_list(true))->required();
   sub.add_option("-o,--output", opt->output, "file to write")->required();
   sub.footer("Examples:\n  platoon export run.trace --format perfetto -o run.pftrace   # open in ui.perfetto.dev\n"
              "  platoon export run.trace --format chrome -o run.json\n"
-             "  platoon export run.trace --format csv -o run.csv");
+             "  platoon export run.trace --format csv -o run.csv\n"
+             "  platoon export run.trace --format requests-csv -o requests.csv   # recorded with --requests");
   return [opt](const std::vector<std::string>&) {
-    if (opt->format != "perfetto" && opt->format != "chrome" && opt->format != "csv")
-      return usage_error("export", "--format must be perfetto, chrome or csv, not '" + opt->format + "'");
+    if (!format_named(opt->format))
+      return usage_error("export", "--format must be " + format_list(false) + ", not '" + opt->format + "'");
     return run_export(*opt);
   };
 }

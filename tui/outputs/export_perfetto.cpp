@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "tui/outputs/export_targets.hpp"
-#include "tui/outputs/proto_encoder.hpp"
+#include "tui/outputs/perfetto_packets.hpp"
+#include "tui/outputs/perfetto_requests.hpp"
 #include "tui/trace/events.hpp"
 #include "tui/trace/trace_reader.hpp"
 #include "tui/analysis/window.hpp"
@@ -17,51 +18,15 @@
 namespace platoon::outputs {
 namespace {
 
-// Field numbers of perfetto_trace.proto (= Perfetto's published schema).
-namespace f {
-constexpr uint32_t kTracePacket = 1;
-namespace packet {
-constexpr uint32_t kFtraceEvents = 1, kTimestamp = 8, kSequenceId = 10, kTrackEvent = 11,
-                   kSequenceFlags = 13, kSystemInfo = 45, kTrackDescriptor = 60;
-}
-constexpr uint32_t kSystemInfoUtsname = 1, kSystemInfoNumCpus = 8;
-constexpr uint32_t kUtsSysname = 1, kUtsRelease = 3;
-constexpr uint32_t kBundleCpu = 1, kBundleEvent = 2, kBundleLostEvents = 3;
-namespace ftrace {
-constexpr uint32_t kTimestamp = 1, kPid = 2, kSchedSwitch = 4, kSchedWaking = 20, kSchedWakeupNew = 114,
-                   kSchedMigrateTask = 491;
-}
-namespace sched_switch {
-constexpr uint32_t kPrevComm = 1, kPrevPid = 2, kPrevPrio = 3, kPrevState = 4, kNextComm = 5, kNextPid = 6,
-                   kNextPrio = 7;
-}
-namespace wake {  // sched_waking and sched_wakeup_new share the layout
-constexpr uint32_t kComm = 1, kPid = 2, kPrio = 3, kSuccess = 4, kTargetCpu = 5;
-}
-namespace migrate {
-constexpr uint32_t kComm = 1, kPid = 2, kPrio = 3, kOrigCpu = 4, kDestCpu = 5;
-}
-namespace track {
-constexpr uint32_t kUuid = 1, kName = 2, kProcess = 3, kThread = 4, kParentUuid = 5, kCounter = 8;
-}
-constexpr uint32_t kProcessPid = 1, kProcessName = 6;
-constexpr uint32_t kThreadPid = 1, kThreadTid = 2, kThreadName = 5;
-namespace track_event {
-constexpr uint32_t kType = 9, kTrackUuid = 11, kDoubleCounterValue = 44;
-constexpr uint64_t kTypeCounter = 4;
-}
-}  // namespace f
+namespace f = perfetto_fields;
 
-constexpr uint32_t kSequenceId = 1;            // every packet comes from this one writer
-constexpr uint32_t kSeqIncrementalStateCleared = 1;
 constexpr size_t kEventsPerBundle = 4096;      // keeps packets small for trace_processor's parser
 
-// Track uuids: global to the trace, so each kind gets its own range.
 enum class CounterKind : uint64_t { events_per_cycle = 1, queue_depth = 2, wait_pct = 3, throttled_wait_pct = 4 };
-uint64_t process_uuid(uint32_t pid) { return (1ull << 56) | pid; }
-uint64_t thread_uuid(uint32_t tid) { return (2ull << 56) | tid; }
-uint64_t counter_uuid(uint32_t tid, CounterKind k) { return (3ull << 56) | (static_cast<uint64_t>(k) << 32) | tid; }
-uint64_t cgroup_uuid(size_t index) { return (4ull << 56) | index; }  // a cgroup's throttled-share track
+uint64_t counter_uuid(uint32_t tid, CounterKind k) {
+  return track_uuid(TrackRange::counter, (static_cast<uint64_t>(k) << 32) | tid);
+}
+uint64_t cgroup_uuid(size_t index) { return track_uuid(TrackRange::cgroup, index); }  // a cgroup's throttled-share track
 const char* counter_name(CounterKind k) {
   switch (k) {
     case CounterKind::events_per_cycle: return "events per cycle";
@@ -88,27 +53,6 @@ struct CgroupSample {   // one cgroup's throttled share of periods over one inte
 std::string comm_of(const char (&comm)[PLATOON_COMM_LEN]) {
   return utf8_safe(std::string(comm, strnlen(comm, PLATOON_COMM_LEN)));
 }
-
-class PacketWriter {
- public:
-  explicit PacketWriter(std::ostream& out) : out_(out) {}
-  // Every packet carries the sequence id; the first one also says the sequence starts clean
-  // (trace_processor drops track events of a sequence whose state it cannot vouch for).
-  void write(ProtoMessage& packet) {
-    packet.add_varint(f::packet::kSequenceId, kSequenceId);
-    if (count_ == 0) packet.add_varint(f::packet::kSequenceFlags, kSeqIncrementalStateCleared);
-    frame_.clear();
-    frame_.add_message(f::kTracePacket, packet);
-    out_.write(frame_.bytes().data(), static_cast<std::streamsize>(frame_.size()));
-    ++count_;
-  }
-  uint64_t count() const { return count_; }
-
- private:
-  std::ostream& out_;
-  ProtoMessage frame_;
-  uint64_t count_ = 0;
-};
 
 // One ftrace event: its stamp, the pid of the task current on the CPU (the common pid, where
 // the record has it), then the event's own fields as the message `kind`.
@@ -213,6 +157,7 @@ struct PerfettoExport::State : trace::EventVisitor {
     bool lost_flagged = false;
   };
   std::map<uint32_t, Bundle> bundles;
+  std::optional<PerfettoRequests> requests;          // made in begin(), once the tracks are known
 
   bool has_track(uint32_t tid, CounterKind k) const { return tracks.count({tid, k}) > 0; }
   void counter(uint64_t ts, uint32_t tid, CounterKind kind, double value);
@@ -245,16 +190,18 @@ struct PerfettoExport::State : trace::EventVisitor {
     advance(h.ts_ns);
     counter(h.ts_ns, h.tid, CounterKind::queue_depth, static_cast<double>(e.a));
   }
+  // Stamped at their ends, their slices begin earlier: written as they come, Perfetto sorts.
+  void on_request(const platoon_event_header& h, const platoon_ev_request& r) override {
+    if (requests) requests->add(h, r);
+  }
 };
 
 void PerfettoExport::State::counter(uint64_t ts, uint32_t tid, CounterKind kind, double value) {
-  ProtoMessage ev, packet;
+  ProtoMessage ev;
   ev.add_varint(f::track_event::kType, f::track_event::kTypeCounter);
   ev.add_varint(f::track_event::kTrackUuid, counter_uuid(tid, kind));
   ev.add_double(f::track_event::kDoubleCounterValue, value);
-  packet.add_varint(f::packet::kTimestamp, ts);
-  packet.add_message(f::packet::kTrackEvent, ev);
-  writer.write(packet);
+  writer.write_event(ts, ev);
   ++stats.counter_samples;
 }
 
@@ -296,13 +243,11 @@ void PerfettoExport::State::waits_until(uint64_t ts_ns) {
     counter(waits[next_wait].ts_ns, waits[next_wait].tid, waits[next_wait].kind, waits[next_wait].value);
   for (; next_cgroup < cgroup_samples.size() && cgroup_samples[next_cgroup].ts_ns <= ts_ns; ++next_cgroup) {
     const CgroupSample& c = cgroup_samples[next_cgroup];
-    ProtoMessage ev, packet;
+    ProtoMessage ev;
     ev.add_varint(f::track_event::kType, f::track_event::kTypeCounter);
     ev.add_varint(f::track_event::kTrackUuid, cgroup_uuid(c.group));
     ev.add_double(f::track_event::kDoubleCounterValue, c.value);
-    packet.add_varint(f::packet::kTimestamp, c.ts_ns);
-    packet.add_message(f::packet::kTrackEvent, ev);
-    writer.write(packet);
+    writer.write_event(c.ts_ns, ev);
     ++stats.counter_samples;
   }
 }
@@ -365,18 +310,15 @@ void PerfettoExport::begin(const trace::TraceMeta& meta) {
     st.writer.write(packet);
   }
   // Descriptors: processes, their threads, and each thread's counter tracks.
-  auto descriptor = [&](const ProtoMessage& track) {
-    ProtoMessage packet;
-    packet.add_message(f::packet::kTrackDescriptor, track);
-    st.writer.write(packet);
-  };
+  std::set<uint32_t> processes;
   for (const auto& [pid, name] : process_names(st.targets)) {
+    processes.insert(pid);
     ProtoMessage proc, track;
     proc.add_int(f::kProcessPid, pid);
     proc.add_bytes(f::kProcessName, name);
     track.add_varint(f::track::kUuid, process_uuid(pid));
     track.add_message(f::track::kProcess, proc);
-    descriptor(track);
+    st.writer.write_descriptor(track);
   }
   for (const auto& [tid, t] : st.targets) {
     ProtoMessage thread, track;
@@ -386,7 +328,7 @@ void PerfettoExport::begin(const trace::TraceMeta& meta) {
     track.add_varint(f::track::kUuid, thread_uuid(tid));
     track.add_varint(f::track::kParentUuid, process_uuid(t.pid));
     track.add_message(f::track::kThread, thread);
-    descriptor(track);
+    st.writer.write_descriptor(track);
     ++st.stats.threads;
   }
   for (const auto& [tid, kind] : st.tracks) {
@@ -395,7 +337,7 @@ void PerfettoExport::begin(const trace::TraceMeta& meta) {
     track.add_varint(f::track::kParentUuid, thread_uuid(tid));
     track.add_bytes(f::track::kName, st.targets.at(tid).label + " " + counter_name(kind));
     track.add_message(f::track::kCounter, counter);
-    descriptor(track);
+    st.writer.write_descriptor(track);
     ++st.stats.counter_tracks;
   }
   for (size_t i = 0; i < st.cgroups.size(); ++i) {
@@ -403,9 +345,10 @@ void PerfettoExport::begin(const trace::TraceMeta& meta) {
     track.add_varint(f::track::kUuid, cgroup_uuid(i));
     track.add_bytes(f::track::kName, "cgroup " + utf8_safe(st.cgroups[i]) + " throttled % of periods");
     track.add_message(f::track::kCounter, counter);
-    descriptor(track);
+    st.writer.write_descriptor(track);
     ++st.stats.counter_tracks;
   }
+  st.requests.emplace(st.writer, st.targets, std::move(processes));
 }
 
 void PerfettoExport::write_event(const platoon_event_header& h, const void* record, size_t size) {
@@ -418,6 +361,7 @@ bool PerfettoExport::finish(PerfettoStats* stats) {
   st.waits_until(UINT64_MAX);
   st.stats.max_pending = st.reader.stats().max_pending;
   for (auto& [cpu, b] : st.bundles) st.flush_bundle(cpu, b);
+  if (st.requests) st.stats.requests = st.requests->stats();
   st.stats.packets = st.writer.count();
   st.out.flush();
   if (stats) *stats = st.stats;

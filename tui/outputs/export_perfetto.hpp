@@ -5,7 +5,9 @@
 //     Perfetto builds its CPU tracks and each thread's Running / Runnable / Sleeping states;
 //   - process and thread track descriptors with their names;
 //   - counter tracks under each thread: ready events per epoll wait call and fiber queue depth
-//     at each drain (event-loop and platoon-runtime threads), %wait per snapshot interval.
+//     at each drain (event-loop and platoon-runtime threads), %wait per snapshot interval;
+//   - the requests, where the recording has them: a track per connection, a slice per request
+//     with its phases, a flow to the reading thread (perfetto_requests.hpp).
 // sched_wakeup is not exported: Perfetto derives Runnable from sched_waking (its maintainers
 // chose waking over wakeup), and the recording holds a waking for every wakeup.
 //
@@ -24,6 +26,7 @@
 #include <span>
 
 #include "bpf/snapshot/snapshot.hpp"
+#include "tui/outputs/perfetto_requests.hpp"  // PerfettoRequestStats
 #include "tui/trace/events.hpp"        // kReorderHorizonNs
 #include "tui/trace/trace_format.hpp"  // TraceMeta
 
@@ -42,6 +45,7 @@ struct PerfettoStats {
   uint64_t lost_cpus = 0;        // CPUs whose bundles are flagged lost_events
   uint64_t late_events = 0;      // arrived more than the horizon out of order: written late
   uint64_t max_pending = 0;      // most records held in the reorder buffer at once
+  PerfettoRequestStats requests;
 };
 
 class PerfettoExport {

@@ -1,5 +1,6 @@
 // The protobuf wire format, encode side only, for the Perfetto export: varints, 64-bit fixed
-// (doubles) and length-delimited fields (strings, nested messages), appended to a byte string.
+// (doubles, fixed64) and length-delimited fields (strings, nested messages), appended to a byte
+// string.
 //
 // Hand-written on purpose: Debian's libprotobuf would add protoc-generated code for a dozen
 // messages of Perfetto's schema to the build, and writing those needs only these few rules
@@ -24,13 +25,9 @@ class ProtoMessage {
   }
   void add_int(uint32_t field, int64_t value) { add_varint(field, static_cast<uint64_t>(value)); }
   void add_bool(uint32_t field, bool value) { add_varint(field, value ? 1 : 0); }
-  // Wire type 1: a double, little-endian IEEE 754 (the only byte order platoon builds for).
-  void add_double(uint32_t field, double value) {
-    tag(field, 1);
-    char raw[8];
-    std::memcpy(raw, &value, sizeof raw);
-    bytes_.append(raw, sizeof raw);
-  }
+  // Wire type 1: a double or a fixed64, little-endian (the only byte order platoon builds for).
+  void add_double(uint32_t field, double value) { add_fixed(field, value); }
+  void add_fixed64(uint32_t field, uint64_t value) { add_fixed(field, value); }
   // Wire type 2.
   void add_bytes(uint32_t field, std::string_view value) {
     tag(field, 2);
@@ -48,6 +45,14 @@ class ProtoMessage {
   void clear() { bytes_.clear(); }
 
  private:
+  template <class T>
+  void add_fixed(uint32_t field, T value) {
+    static_assert(sizeof(T) == 8);
+    tag(field, 1);
+    char raw[8];
+    std::memcpy(raw, &value, sizeof raw);
+    bytes_.append(raw, sizeof raw);
+  }
   void tag(uint32_t field, uint32_t wire_type) { varint((static_cast<uint64_t>(field) << 3) | wire_type); }
   void varint(uint64_t v) {
     while (v >= 0x80) {

@@ -30,6 +30,7 @@ bool visit_event(const void* record, size_t size, EventVisitor& v) {
     case PLATOON_EV_EPOLL: return deliver<platoon_ev_epoll>(record, size, [&](const auto& e) { v.on_epoll(h, e); });
     case PLATOON_EV_DRAIN: return deliver<platoon_ev_runtime>(record, size, [&](const auto& e) { v.on_drain(h, e); });
     case PLATOON_EV_STEAL: return deliver<platoon_ev_runtime>(record, size, [&](const auto& e) { v.on_steal(h, e); });
+    case PLATOON_EV_REQUEST: return deliver<platoon_ev_request>(record, size, [&](const auto& e) { v.on_request(h, e); });
     default: return false;
   }
 }

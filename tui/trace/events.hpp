@@ -45,6 +45,7 @@ class EventVisitor {
   virtual void on_epoll(const platoon_event_header&, const platoon_ev_epoll&) {}
   virtual void on_drain(const platoon_event_header&, const platoon_ev_runtime&) {}  // a = depth, b = fibers run
   virtual void on_steal(const platoon_event_header&, const platoon_ev_runtime&) {}  // a = victim, b = count
+  virtual void on_request(const platoon_event_header&, const platoon_ev_request&) {}  // stamped at its end
 
  protected:
   EventVisitor() = default;
