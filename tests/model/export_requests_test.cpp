@@ -291,5 +291,21 @@ TEST_F(ExportRequestsTest, PerfettoHasASlicePerRequestWithPhasesAndAFlowToTheRea
                                                 {"unattributed", "true"}, {"overlapped", "false"}}));
 }
 
+// A connection idle for over 10 s is forgotten once the connections held have doubled, so a
+// recording of short connections holds a bounded number: used again, it gets a new track.
+TEST(PerfettoRequests, ForgetsConnectionsIdleForTenSeconds) {
+  std::vector<platoon_ev_request> records;
+  for (uint64_t i = 0; i < 2048; ++i) records.push_back(request(PLATOON_REQ_SERVER, 100, 101, 1000 + i, kT0 + i * 1000, 100, 100));
+  records.push_back(request(PLATOON_REQ_SERVER, 100, 101, 1000, kT0 + 5 * test::kSec, 100, 100));       // reused: same track
+  records.push_back(request(PLATOON_REQ_SERVER, 100, 101, 9999, kT0 + 20 * test::kSec, 100, 100));      // new: sweeps
+  records.push_back(request(PLATOON_REQ_SERVER, 100, 101, 1001, kT0 + 21 * test::kSec, 100, 100));      // forgotten
+  const auto* bytes = reinterpret_cast<const uint8_t*>(records.data());
+  std::ostringstream out;
+  PerfettoStats stats;
+  ASSERT_TRUE(write_perfetto_trace(out, TraceMeta{}, {bytes, records.size() * sizeof records[0]}, {}, &stats));
+  EXPECT_EQ(stats.requests.requests, 2051u);
+  EXPECT_EQ(stats.requests.tracks, 2048u + 1 + 1);
+}
+
 }  // namespace
 }  // namespace platoon::tests

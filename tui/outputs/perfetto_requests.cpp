@@ -1,5 +1,6 @@
 #include "tui/outputs/perfetto_requests.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "tui/outputs/request_record.hpp"
@@ -78,15 +79,30 @@ uint64_t PerfettoRequests::new_track(const std::string& name, uint64_t parent) {
   return uuid;
 }
 
+// Sweeps when the number of connections has doubled since the last sweep: each costs a pass
+// over them, paid for by as many new connections.
+void PerfettoRequests::forget_idle(uint64_t now_ns) {
+  if (connections_.size() < sweep_at_) return;
+  std::erase_if(connections_, [now_ns](const auto& entry) {
+    const auto& lanes = entry.second.lanes;
+    const uint64_t last = std::max_element(lanes.begin(), lanes.end(), [](const Lane& a, const Lane& b) {
+                            return a.end_ns < b.end_ns;
+                          })->end_ns;
+    return last + kForgetIdleNs < now_ns;
+  });
+  sweep_at_ = std::max(kFirstSweep, 2 * connections_.size());
+}
+
 // Requests come by their ends, so one that starts at or after the latest end on a lane does not
 // overlap anything on it.
 uint64_t PerfettoRequests::lane_for(const platoon_ev_request& r, uint64_t start_ns) {
-  auto [it, added] = connections_.try_emplace(r.conn);
-  Connection& c = it->second;
-  if (added) {
+  auto it = connections_.find(r.conn);
+  if (it == connections_.end()) {
+    forget_idle(r.h.ts_ns);
+    it = connections_.emplace(r.conn, Connection{connection_name(r), {}}).first;
     ensure_process(r.pid);
-    c.name = connection_name(r);
   }
+  Connection& c = it->second;
   for (Lane& lane : c.lanes)
     if (lane.end_ns <= start_ns) {
       lane.end_ns = r.h.ts_ns;

@@ -9,8 +9,12 @@
 //     to what its reader was doing meanwhile.
 // Requests that overlap on one connection (pipelining) go on a further track of the same name
 // under the first, which Perfetto's UI shows merged: slices on one track must nest.
+// A connection idle for kForgetIdleNs is forgotten, so that a recording of short connections
+// does not hold one entry per connection ever seen; if it carries a request again, that goes on
+// a new track of the same name, which the UI shows merged with the old one.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -49,7 +53,11 @@ class PerfettoRequests {
     std::string name;
     std::vector<Lane> lanes;
   };
+  static constexpr uint64_t kForgetIdleNs = 10'000'000'000;
+  static constexpr size_t kFirstSweep = 1024;  // connections held before the first look for idle ones
+
   uint64_t lane_for(const platoon_ev_request& r, uint64_t start_ns);
+  void forget_idle(uint64_t now_ns);
   uint64_t new_track(const std::string& name, uint64_t parent);
   uint64_t reader_track(uint32_t pid, uint32_t tid);
   void ensure_process(uint32_t pid);
@@ -59,6 +67,7 @@ class PerfettoRequests {
   std::set<uint32_t> processes_;
   std::set<uint32_t> extra_threads_;  // readers given a track here
   std::map<uint64_t, Connection> connections_;
+  size_t sweep_at_ = kFirstSweep;     // the number of connections that starts the next sweep
   PerfettoRequestStats stats_;
 };
 
