@@ -41,9 +41,10 @@ assert r["lost"] == 0, "requests lost"
 assert s["partial"] == 0, "connections made after the attach are not partial"
 assert abs(seen - served) <= max(2, 0.005 * served), "server-side count off the server's own by more than 0.5%"
 # Server time ends when the response begins, the client's latency when it is read: the kernel's
-# part is the shorter, to within the histograms' 1/64 (platoon) and 1/1024 (platoon-load).
+# part is the shorter, to within the histograms' 1/64 (platoon) and 1/1024 (platoon-load). Not
+# the max: the recording also holds the scrapes, and requests the load gave up on at its end.
 out = load["uncorrected_latency_us"]
-for key in ("p50", "p99", "max"):
+for key in ("p50", "p99"):
     st = s["server_time_us"][key]
     print(f"  server time {key} {st:.1f} us, load uncorrected {key} {out[key]:.1f} us")
     assert st <= out[key] * (1 + 1 / 64) * (1 + 1 / 1024) + 1, f"server time {key} above the client's latency"

@@ -42,11 +42,13 @@ TEST(SystemReaders, ThreadRunningFollowsTheThreadsState) {
   while (!spinner || !sleeper) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   // A spinner is R (running, or runnable behind another task); a thread that sleeps 5 ms at a
-  // time is S at almost every look: most of 20 looks say so.
+  // time is S at almost every look: most of 20 looks say so. The looks are 3 ms apart, so that
+  // one wakeup that had to wait for a CPU (a busy machine) is not seen by all of them at once.
   int spinner_running = 0, sleeper_running = 0;
   for (int i = 0; i < 20; ++i) {
     spinner_running += thread_running(getpid(), spinner);
     sleeper_running += thread_running(getpid(), sleeper);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
   }
   stop = true;
   a.join();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <string_view>
 
@@ -15,7 +16,11 @@ using Writer = rapidjson::PrettyWriter<rapidjson::StringBuffer>;
 void str(Writer& j, const std::string& s) { j.String(s.c_str(), static_cast<rapidjson::SizeType>(s.size())); }
 void num(Writer& j, double v, int decimals = 3) {
   const double f = decimals == 1 ? 10.0 : decimals == 2 ? 100.0 : 1000.0;
-  j.Double(static_cast<double>(static_cast<long long>(v * f + (v >= 0 ? 0.5 : -0.5))) / f);
+  // Rounded through an integer only where one holds it: a hostile recording's counters can
+  // make a share beyond any long long (and the conversion undefined).
+  const double scaled = v * f;
+  if (!std::isfinite(scaled) || std::fabs(scaled) >= 9e18) return j.Double(std::isfinite(v) ? v : 0), void();
+  j.Double(static_cast<double>(static_cast<long long>(scaled + (v >= 0 ? 0.5 : -0.5))) / f);
 }
 
 // The CPU table's shares of each CPU's time, in column order; text and JSON both iterate it.
