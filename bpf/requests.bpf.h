@@ -155,6 +155,23 @@ static __always_inline void clock_reader(struct platoon_sock *ps, __u64 now)
 	bpf_task_release(t);
 }
 
+/* The calling thread is on its CPU. Its entry may say it is asleep: on some kernels no
+ * tracepoint fires while certain tasks are current (seen on a 6.18 VM guest, perf missing the
+ * same events), so a thread woken from an interrupt on such a task and switched in after it
+ * shows neither, and sched.bpf.h keeps it blocked until its next switch-out. A socket wait it
+ * spends running meanwhile would be booked blocked, all of it. Set it running from now: what
+ * it ran before is lost, as its switch-in was. (An entry still marked queued is sched.bpf.h's
+ * to settle at the switch-out: see on_switch.) */
+static __always_inline void running_now(__u64 now)
+{
+	struct platoon_thread_stats *s = current_stats(false, now);
+
+	if (s && !s->exited && !s->on_cpu && !s->runnable) {
+		s->on_cpu = 1;
+		s->run_start_ns = now;
+	}
+}
+
 /* At most *left of `part`, taken from *left. */
 static __always_inline __u64 take(__u64 *left, __u64 part)
 {
@@ -293,6 +310,7 @@ static __always_inline int on_read(const struct sock *sk, int ret, int flags)
 		ps = claim(sk, tgid, now);
 	if (!ps)
 		return 0;
+	running_now(now);
 	if (!ps->pid)
 		ps->pid = tgid;     /* accepted on a port any process may own (whole-machine mode) */
 	if (ps->side == PLATOON_REQ_SERVER) {
@@ -326,6 +344,7 @@ static __always_inline int on_write(const struct sock *sk, int ret)
 	if (!ps)
 		return 0;
 	now = bpf_ktime_get_boot_ns();
+	running_now(now);
 	if (ps->side == PLATOON_REQ_SERVER) {
 		if (ps->phase == REQ_SERVING) {
 			emit_request(sk, ps, ps->reader, now, ps->read_ns - ps->start_ns, now - ps->read_ns);
