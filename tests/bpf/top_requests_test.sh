@@ -26,8 +26,8 @@ assert m, "no requests line in the header"
 header = number(m.group(1))
 lines = text.splitlines()
 head = next(i for i, l in enumerate(lines) if l.lstrip().startswith("TID"))
-col = lines[head].split().index("req/s")
-carriers = [number(l.split()[col]) for l in lines[head + 1:] if "carrier-" in l]
+at = lines[head].split().index("req/s")
+carriers = [number(l.split()[at]) for l in lines[head + 1:] if "carrier-" in l]
 print(f"header {header:.0f}/s, carriers {carriers}, load {rate:.0f}/s")
 assert len(carriers) == 2, "two carriers"
 assert abs(header - rate) <= 0.05 * rate, "header rate is not the load's"
