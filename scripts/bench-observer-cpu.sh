@@ -65,7 +65,7 @@ sleep 2
 look() {
   local t s m
   t=$(date +%s%N); s=$(server_seconds "$spid")
-  m=$(curl -fsS "http://127.0.0.1:$sport/metrics" | awk '
+  m=$(curl -fsS --max-time 10 "http://127.0.0.1:$sport/metrics" | awk '
     /^platoon_requests_total/ { q += $NF } /^platoon_carrier_cycles_total/ { c += $NF }
     /^platoon_carrier_sleeps_total/ { z += $NF } END { printf "%d %d %d", q, c, z }')
   echo "$t $s $m"

@@ -104,7 +104,7 @@ case $server in
     taskset -c "$server_cpuset" "$here/peers/nginx/run-nginx.sh" --port "$port" --backend "127.0.0.1:$mock_port" \
       --workers "$threads" --dir "$out/nginx" > "$out/server-output.log" 2>&1 &
     server_pid=$!; pids+=($server_pid)
-    for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/fruits" >/dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 50); do curl -sf --max-time 2 "http://127.0.0.1:$port/fruits" >/dev/null 2>&1 && break; sleep 0.1; done
     ;;
   go)
     [ -x "$bin/go-handoff" ] || "$here/peers/go-handoff/build.sh" "$build" >/dev/null || die "cannot build the Go peer"
@@ -112,10 +112,10 @@ case $server in
     GOMAXPROCS=$threads taskset -c "$server_cpuset" "$bin/go-handoff" --port "$port" --backend "127.0.0.1:$mock_port" \
       > "$out/server-output.log" 2>&1 &
     server_pid=$!; pids+=($server_pid)
-    for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/fruits" >/dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 50); do curl -sf --max-time 2 "http://127.0.0.1:$port/fruits" >/dev/null 2>&1 && break; sleep 0.1; done
     ;;
 esac
-curl -sf "http://127.0.0.1:$port/fruits" > "$out/sample-response.json" || die "the server does not answer /fruits (see $out/server-output.log)"
+curl -sf --max-time 10 "http://127.0.0.1:$port/fruits" > "$out/sample-response.json" || die "the server does not answer /fruits (see $out/server-output.log)"
 # nginx's master forks workers: measure the whole process tree under the launcher.
 server_procs() { echo "$server_pid"; pgrep -P "$server_pid" 2>/dev/null; for c in $(pgrep -P "$server_pid" 2>/dev/null); do pgrep -P "$c"; done; }
 

@@ -19,16 +19,18 @@ port_of() {
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 # stop_pids [GRACE_S]: SIGINT to every pid in `pids` (after a SIGCONT, for one that was
-# stopped), up to GRACE_S (default 1) for them to end cleanly, SIGKILL to the rest, and reap.
+# stopped), up to GRACE_S (default 1) for them to end cleanly, SIGKILL to the rest, and reap
+# them (only them: a caller may pass a local `pids` of a few while others run on).
 stop_pids() {
   local p alive _
-  for p in "${pids[@]}"; do kill -CONT "$p"; kill -INT "$p"; done 2> /dev/null
+  # (each kill may find its process gone; `|| true` keeps a caller under set -e going)
+  for p in "${pids[@]}"; do kill -CONT "$p" 2> /dev/null || true; kill -INT "$p" 2> /dev/null || true; done
   for _ in $(seq "$(awk -v s="${1:-1}" 'BEGIN { print int(s * 20 + 0.999) }')"); do
     alive=
     for p in "${pids[@]}"; do kill -0 "$p" 2> /dev/null && { alive=1; break; }; done
     [ -z "$alive" ] && break
     sleep 0.05
   done
-  for p in "${pids[@]}"; do kill -KILL "$p"; done 2> /dev/null
-  wait 2> /dev/null
+  for p in "${pids[@]}"; do kill -KILL "$p" 2> /dev/null || true; done
+  [ ${#pids[@]} -eq 0 ] || wait "${pids[@]}" 2> /dev/null || true
 }

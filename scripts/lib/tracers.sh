@@ -3,7 +3,10 @@
 # output folder) and spid (the server's pid).
 #   start_tracer COND ROUND   COND one of tracer_conditions (below); sets tracer_pid (empty
 #                             for none) and returns once the tracer is attached
-#   stop_tracer COND ROUND    Ctrl-C, after writing its CPU seconds to $out/COND-ROUND.cpu
+#   stop_tracer COND ROUND    Ctrl-C, after writing its CPU seconds to $out/COND-ROUND.cpu;
+#                             SIGKILL if it has not ended 10 s later
+# A tracer that has not attached 10 s after its start ends the run (die): a window without it
+# would measure nothing.
 # Tracers' user space runs on CPU 0.
 
 # The conditions start_tracer knows:
@@ -15,6 +18,11 @@
 #   floor: bench/hook_floor, do-nothing programs on the hooks platoon's aggregates use;
 #     floor-sched its scheduler hooks without the epoll exits; floor-requests the socket hooks
 #     of the request programs alone
+# attached FILE PATTERN: up to 10 s for PATTERN in FILE, the tracer's word that it attached.
+attached() {
+  for _ in $(seq 200); do grep -q "$2" "$1" 2> /dev/null && return 0; sleep 0.05; done
+  die "the tracer did not attach in 10 s: $(tail -2 "$1" | tr '\n' ' ')"
+}
 tracer_conditions=(none platoon platoon-nostats platoon-noevents platoon-noio platoon-requests top top-5s top-sched exporter
                    perf bpftrace floor floor-sched floor-requests)
 
@@ -27,27 +35,27 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
       case $1 in platoon-nostats) extra=(--no-bpf-stats) ;; platoon-noevents) extra=(--no-events) ;;
                  platoon-noio) extra=(--no-io) ;; platoon-requests) extra=(--requests) ;; esac
       taskset -c 0 "$bin/platoon" record --pid "$spid" -o "$out/$1-$2.trace" "${extra[@]}" 2> "$out/$1-$2.err" & tracer_pid=$!
-      for _ in $(seq 200); do grep -q recording "$out/$1-$2.err" && break; sleep 0.05; done ;;
+      attached "$out/$1-$2.err" recording ;;
     top|top-5s|top-sched)
       local every=1 cols=(); [ "$1" = top-5s ] && every=5
       [ "$1" = top-sched ] && cols=(--columns cpu_pct,wait_pct,migrations_per_s,wakeups_per_s)
       taskset -c 0 "$bin/platoon" top --pid "$spid" --batch --interval "$every" --iterations 100000 "${cols[@]}" > "$out/$1-$2.log" 2>&1 & tracer_pid=$!
-      for _ in $(seq 200); do grep -q 'platoon top' "$out/$1-$2.log" && break; sleep 0.05; done ;;
+      attached "$out/$1-$2.log" 'platoon top' ;;
     exporter)
       taskset -c 0 "$bin/platoon" exporter --pid "$spid" --listen 127.0.0.1:0 2> "$out/exporter-$2.err" & tracer_pid=$!
-      for _ in $(seq 200); do grep -q 'listening on' "$out/exporter-$2.err" && break; sleep 0.05; done
+      attached "$out/exporter-$2.err" 'listening on'
       eport=$(grep -o 'listening on [0-9.]*:[0-9]*' "$out/exporter-$2.err" | sed 's/.*://')
-      curl -fsS "http://127.0.0.1:$eport/metrics" > /dev/null ;;  # one scrape, as Prometheus would
+      curl -fsS --max-time 10 "http://127.0.0.1:$eport/metrics" > /dev/null ;;  # one scrape, as Prometheus would
     perf)
       taskset -c 0 perf sched record -o "$out/perf-$2.data" > "$out/perf-$2.log" 2>&1 & tracer_pid=$!
       sleep 1.5 ;;
     floor|floor-sched|floor-requests)
       local only=(); [ "$1" = floor-sched ] && only=(--sched-only); [ "$1" = floor-requests ] && only=(--requests-only)
       taskset -c 0 "$bin/hook_floor" "${only[@]}" > "$out/$1-$2.log" 2>&1 & tracer_pid=$!
-      for _ in $(seq 200); do grep -q attached "$out/$1-$2.log" && break; sleep 0.05; done ;;
+      attached "$out/$1-$2.log" attached ;;
     bpftrace)
       taskset -c 0 bpftrace "$here/tracing/sched.bt" "$spid" > "$out/bpftrace-$2.log" 2>&1 & tracer_pid=$!
-      for _ in $(seq 200); do grep -q Attaching "$out/bpftrace-$2.log" && break; sleep 0.05; done; sleep 1 ;;
+      attached "$out/bpftrace-$2.log" Attaching; sleep 1 ;;
   esac
 }
 # The server's CPU seconds so far, to the nanosecond: the sum of its threads' run time
@@ -59,9 +67,9 @@ cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 +
 stop_tracer() {  # condition round
   [ -n "$tracer_pid" ] || return 0
   cpu_seconds "$tracer_pid" > "$out/$1-$2.cpu"
-  kill -INT "$tracer_pid"; wait "$tracer_pid" || true
+  local pids=("$tracer_pid")
+  stop_pids 10
   tracer_pid=
-
   [ "$1" = perf ] && { du -b "$out/perf-$2.data" | cut -f1 > "$out/perf-$2.size"; rm -f "$out/perf-$2.data"; }
   return 0
 }

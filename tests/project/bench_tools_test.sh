@@ -93,15 +93,24 @@ rm -f "$BUILD/bench/tracing-overhead/last-run"
 
 # A short run leaves nothing behind, finished or stopped by SIGTERM, also when started as a
 # background job (whose children ignore SIGINT): the runs of 2026-12-06 left their servers up.
+# Each run has its own limit (timeout passes the test's SIGTERM on); one that hangs shows where
+# it stood: its log and its processes' kernel wait channels.
 leftovers() { pgrep -f "$bin/(platoon-server|platoon-load|platoon-mock|speedometer|hook_floor)" || true; }
+bench=(timeout --kill-after=10 90 scripts/bench-observer-cpu.sh "$BUILD")   # run as $!, not a subshell
+hung() {
+  echo "--- $1:"; tail -5 "$1"
+  ps -eo pid,stat,wchan:24,etime,args | grep -E 'bench-observer|hook_floor|platoon-|speedometer|curl|sleep' | grep -v grep || true
+  fail "$2"
+}
 [ -z "$(leftovers)" ] || fail "benchmark processes running before the run: $(leftovers)"
-scripts/bench-observer-cpu.sh "$BUILD" --rounds 2 --duration 1 --settle 0.5 --conditions none,floor > "$tmp/run.log" 2>&1 &
-wait $! || { tail -5 "$tmp/run.log"; fail "bench-observer-cpu exited $?"; }
-grep -q 'floor ' "$tmp/run.log" || { tail -5 "$tmp/run.log"; fail "no floor row in the summary"; }
+"${bench[@]}" --rounds 2 --duration 1 --settle 0.5 --conditions none,floor > "$tmp/run.log" 2>&1 & run=$!
+wait "$run" || hung "$tmp/run.log" "bench-observer-cpu exited $? (124: hung)"
+grep -q 'floor ' "$tmp/run.log" || hung "$tmp/run.log" "no floor row in the summary"
 [ -z "$(leftovers)" ] || fail "left running after a finished run: $(leftovers)"
-scripts/bench-observer-cpu.sh "$BUILD" --rounds 5 --duration 2 --settle 1 --conditions none,floor > "$tmp/run2.log" 2>&1 & run=$!
+"${bench[@]}" --rounds 5 --duration 2 --settle 1 --conditions none,floor > "$tmp/run2.log" 2>&1 & run=$!
 for _ in $(seq 100); do grep -q 'round 1 floor' "$tmp/run2.log" && break; sleep 0.1; done
-kill -TERM "$run"; wait "$run" 2> /dev/null || true
+kill -TERM "$run"; status=0; wait "$run" 2> /dev/null || status=$?
+[ "$status" != 124 ] && [ "$status" != 137 ] || hung "$tmp/run2.log" "bench-observer-cpu did not end on SIGTERM (status $status)"
 [ -z "$(leftovers)" ] || fail "left running after SIGTERM: $(leftovers)"
 [ "$(floor_progs)" = 0 ] || fail "floor programs left after SIGTERM"
 echo "ok bench-observer-cpu: nothing left after a finished run or SIGTERM"
