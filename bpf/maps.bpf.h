@@ -37,6 +37,9 @@ const volatile bool targ_epoll_at_switch = false;
  * targ_threads_max bounds the entries either way (the hash by its size). */
 const volatile bool targ_task_storage = false;
 const volatile __u32 targ_threads_max = PLATOON_MAX_THREADS;
+/* The request programs are loaded (bpf/requests.bpf.h): the scheduler hooks keep each thread
+ * entry's state log, which those programs read. */
+const volatile bool targ_requests = false;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -16,6 +16,7 @@
 #define PLATOON_MAX_CPUS 64      /* per-CPU switch-in counters; CPUs beyond are counted in cpu_overflow */
 #define PLATOON_RUNQ_SLOTS 40    /* log2 histogram of run-queue latency in ns: slot i = [2^i, 2^(i+1)) */
 #define PLATOON_BATCH_SLOTS 65   /* linear histogram 0..63, slot 64 = 64 or more */
+#define PLATOON_STATE_LOG 32      /* state changes a thread entry keeps while requests are traced */
 #define PLATOON_MAX_THREADS 16384 /* stats map entries; a thread that finds it full is counted, not tracked */
 #define PLATOON_MAX_PAIRS 16384   /* preempted-by / woken-by pairs */
 #define PLATOON_MAX_TARGETS 1024  /* target processes (tgids) */
@@ -84,6 +85,13 @@ struct platoon_thread_stats {
 	__u64 wait_irq_start;
 	__u32 wait_cpu;
 	__u32 wait_flags;               /* PLATOON_WAIT_* */
+	/* While requests are traced: the thread's last state changes, so that a read can split the
+	 * socket wait it ends by what the reader did meanwhile (bpf/requests.bpf.h) from its own
+	 * entry, without touching the reader from the CPU where the bytes arrived. A ring: entry
+	 * (state_log_next - 1) % PLATOON_STATE_LOG is the newest; 0 is empty. */
+	__u64 state_log[PLATOON_STATE_LOG]; /* (ts_ns << 2) | the state entered (platoon_request_state) */
+	__u32 state_log_next;
+	__u32 state_log_pad;
 };
 
 #define PLATOON_WAIT_THROTTLED 1u   /* began as its group was throttled */

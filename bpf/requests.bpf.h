@@ -13,10 +13,13 @@
  *     the response belong to the same request.
  *   client (a target connected): sent = a write while no request is open; ready = the next
  *     data_ready with bytes; read = the read after it, which ends the request.
- * The socket wait (ready to read) is split by what the expected reader (the thread that read
- * the connection last) did meanwhile, from its own state clocks at both ends: running,
- * runnable, throttled by its quota, or blocked (the rest). Another thread's read leaves the
- * request unattributed rather than guessed.
+ * The socket wait (ready to read) is split at the read by what the expected reader (the thread
+ * that read the connection last) did meanwhile: running, runnable, throttled by its quota, or
+ * blocked, from the state log the scheduler hooks keep in its entry (bpf/platoon.h). The read
+ * runs in the reader, so the split touches only its own entry; data_ready, which runs on the
+ * sender's CPU, touches nothing of the reader (a cache line another CPU wrote costs ~0.2 us on
+ * this project's VMs, and the lookup of another task ~0.25 us). Another thread's read, or a
+ * wait longer than the log reaches back, leaves the request unattributed rather than guessed.
  *
  * The tracepoints' own rules, respected below: sock_recv_length fires for every receive
  * through sock_recvmsg, also EAGAIN (ret < 0), MSG_PEEK and MSG_ERRQUEUE, which do not read;
@@ -36,9 +39,6 @@
 #define REQ_MSG_PEEK 0x2
 #define REQ_MSG_ERRQUEUE 0x2000
 
-extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
-extern void bpf_task_release(struct task_struct *p) __ksym;
-
 /* Where a connection's current request stands. */
 enum req_phase {
 	REQ_IDLE = 0,       /* no request open: server, waiting for one; client, nothing sent */
@@ -48,25 +48,19 @@ enum req_phase {
 	REQ_READY = 4,      /* client: reply ready, not read yet */
 };
 
-/* The expected reader's state clocks (bpf/thread_stats.bpf.h), in-flight intervals included. */
-struct req_clocks {
-	__u64 run;
-	__u64 wait;
-	__u64 throttled;
-};
-
+/* A connection's state. What data_ready reads and writes comes first, in the storage's first
+ * cache line (its data starts 8 bytes into a line): the rest is the reader's. */
 struct platoon_sock {
-	__u64 start_ns;     /* server: ready; client: sent */
-	__u64 ready_ns;     /* client: the reply's ready */
-	__u64 read_ns;      /* server: the first read */
-	struct req_clocks at_ready;
-	__u64 split[PLATOON_REQ_STATES];  /* the socket wait by state, taken at the read */
-	__u32 pid;          /* the target's tgid */
-	__u32 reader;       /* tid of the thread that read last; 0: none yet */
-	__u32 clocked_for;  /* at_ready holds this reader's clocks; 0: none */
 	__u8 side;          /* enum platoon_request_side */
 	__u8 phase;         /* enum req_phase */
 	__u16 flags;        /* PARTIAL and UNATTRIBUTED for the request open now; OVERLAPPED is sticky */
+	__u32 reader;       /* tid of the thread that read last; 0: none yet */
+	__u64 start_ns;     /* server: ready; client: sent */
+	__u64 ready_ns;     /* client: the reply's ready */
+	__u64 read_ns;      /* server: the first read */
+	__u32 pid;          /* the target's tgid */
+	__u32 pad;
+	__u64 split[PLATOON_REQ_STATES];  /* the socket wait by state, taken at the read */
 };
 
 struct {
@@ -114,98 +108,52 @@ static __always_inline __u32 readable_bytes(const struct sock *sk)
 	return n;
 }
 
-static __always_inline void clocks_of(const struct platoon_thread_stats *s, __u64 now, struct req_clocks *c)
+/* The calling thread (entry s) is on its CPU. Its entry may say it is asleep: on some kernels
+ * no tracepoint fires while certain tasks are current (seen on a 6.18 VM guest, perf missing
+ * the same events), so a thread woken from an interrupt on such a task and switched in after
+ * it shows neither, and sched.bpf.h keeps it blocked until its next switch-out. A socket wait
+ * it spends running meanwhile would be booked blocked, all of it. Set it running from now:
+ * what it ran before is lost, as its switch-in was. (An entry still marked queued is
+ * sched.bpf.h's to settle at the switch-out: see on_switch.) */
+static __always_inline void running_now(struct platoon_thread_stats *s, __u64 now)
 {
-	c->run = s->run_ns + (s->on_cpu && now > s->run_start_ns ? now - s->run_start_ns : 0);
-	c->wait = s->wait_ns;
-	c->throttled = s->wait_throttled_ns;
-	if (s->runnable && now > s->wait_start_ns) {
-		c->wait += now - s->wait_start_ns;
-		if (s->wait_flags & PLATOON_WAIT_THROTTLED)
-			c->throttled += now - s->wait_start_ns;
-	}
-}
-
-/* The expected reader's clocks at the wait's start. Its entry is found by tid: in the stats
- * hash, or through its task in task storage (the softirq that runs data_ready is not it). */
-static __always_inline void clock_reader(struct platoon_sock *ps, __u64 now)
-{
-	struct platoon_thread_stats *s;
-	struct task_struct *t;
-
-	ps->clocked_for = 0;
-	if (!ps->reader)
-		return;
-	if (!targ_task_storage) {
-		s = bpf_map_lookup_elem(&stats, &ps->reader);
-		if (s) {
-			clocks_of(s, now, &ps->at_ready);
-			ps->clocked_for = ps->reader;
-		}
-		return;
-	}
-	t = bpf_task_from_pid(ps->reader);
-	if (!t)
-		return;
-	s = bpf_task_storage_get(&thread_store, t, 0, 0);
-	if (s) {
-		clocks_of(s, now, &ps->at_ready);
-		ps->clocked_for = ps->reader;
-	}
-	bpf_task_release(t);
-}
-
-/* The calling thread is on its CPU. Its entry may say it is asleep: on some kernels no
- * tracepoint fires while certain tasks are current (seen on a 6.18 VM guest, perf missing the
- * same events), so a thread woken from an interrupt on such a task and switched in after it
- * shows neither, and sched.bpf.h keeps it blocked until its next switch-out. A socket wait it
- * spends running meanwhile would be booked blocked, all of it. Set it running from now: what
- * it ran before is lost, as its switch-in was. (An entry still marked queued is sched.bpf.h's
- * to settle at the switch-out: see on_switch.) */
-static __always_inline void running_now(__u64 now)
-{
-	struct platoon_thread_stats *s = current_stats(false, now);
-
-	if (s && !s->exited && !s->on_cpu && !s->runnable) {
+	if (!s->exited && !s->on_cpu && !s->runnable) {
 		s->on_cpu = 1;
 		s->run_start_ns = now;
+		log_state(s, now, PLATOON_REQ_RUNNING);
 	}
 }
 
-/* At most *left of `part`, taken from *left. */
-static __always_inline __u64 take(__u64 *left, __u64 part)
+/* The socket wait [ready, now] by the states in the reader's log (entry s), walked back from
+ * now: each state lasted from its entry to the next one's. Taken at the read, when the reader
+ * is the current thread. Not the expected reader, a partial request, or a log that does not
+ * reach back to ready: unattributed. The parts sum to the wait. */
+static __always_inline void split_wait(struct platoon_sock *ps, const struct platoon_thread_stats *s,
+				       __u32 tid, __u64 ready, __u64 now)
 {
-	if (part > *left)
-		part = *left;
-	*left -= part;
-	return part;
-}
+	__u64 split[PLATOON_REQ_STATES] = {}, end = now, e, ts;
+	__u32 newest = s ? s->state_log_next - 1 : 0;
+	int i;
 
-/* The socket wait by the reader's state, from its clocks at ready and now: taken at the read,
- * when the reader is the current thread. Parts that would exceed the wait are cut to it;
- * blocked is the rest. Not the expected reader (or no clocks): unattributed. */
-static __always_inline void split_wait(struct platoon_sock *ps, __u32 tid, __u64 wait, __u64 now)
-{
-	struct platoon_thread_stats *s = ps->clocked_for == tid ? current_stats(false, now) : NULL;
-	struct req_clocks c;
-	__u64 run, queued, thr, left = wait;
-
-	if (!s || (ps->flags & PLATOON_REQ_PARTIAL)) {
-		ps->flags |= PLATOON_REQ_UNATTRIBUTED;
-		return;
+	if (!s || ps->reader != tid || (ps->flags & PLATOON_REQ_PARTIAL))
+		goto unattributed;
+	for (i = 0; i < PLATOON_STATE_LOG; i++) {
+		e = s->state_log[(newest - i) & (PLATOON_STATE_LOG - 1)];
+		if (!e)
+			break;
+		ts = e >> 2;
+		if (ts <= ready) {
+			split[e & 3] += end - ready;
+			__builtin_memcpy(ps->split, split, sizeof(split));
+			return;
+		}
+		if (ts < end) {
+			split[e & 3] += end - ts;
+			end = ts;
+		}
 	}
-	clocks_of(s, now, &c);
-	run = c.run - ps->at_ready.run;
-	queued = c.wait - ps->at_ready.wait;
-	thr = c.throttled - ps->at_ready.throttled;
-	thr = take(&queued, thr);
-	run = take(&left, run);
-	queued = take(&left, queued);
-	thr = take(&left, thr);
-	ps->split[PLATOON_REQ_RUNNING] = run;
-	ps->split[PLATOON_REQ_RUNNABLE] = queued;
-	ps->split[PLATOON_REQ_THROTTLED] = thr;
-	ps->split[PLATOON_REQ_BLOCKED] = left;
+unattributed:
+	ps->flags |= PLATOON_REQ_UNATTRIBUTED;
 }
 
 /* Writes the request that just ended (a full ring is counted) and clears what was its own. */
@@ -292,7 +240,6 @@ int BPF_PROG(req_data_ready, const struct sock *sk)
 		ps->ready_ns = now;
 		ps->phase = REQ_READY;
 	}
-	clock_reader(ps, now);
 	return 0;
 }
 
@@ -300,6 +247,7 @@ static __always_inline int on_read(const struct sock *sk, int ret, int flags)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now;
 	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct platoon_thread_stats *s;
 	struct platoon_sock *ps;
 
 	if (ret <= 0 || (flags & (REQ_MSG_PEEK | REQ_MSG_ERRQUEUE)) || !is_target(tgid))
@@ -310,21 +258,23 @@ static __always_inline int on_read(const struct sock *sk, int ret, int flags)
 		ps = claim(sk, tgid, now);
 	if (!ps)
 		return 0;
-	running_now(now);
+	s = current_stats(false, now);
+	if (s)
+		running_now(s, now);
 	if (!ps->pid)
 		ps->pid = tgid;     /* accepted on a port any process may own (whole-machine mode) */
 	if (ps->side == PLATOON_REQ_SERVER) {
 		if (ps->phase == REQ_WAITING) {
 			ps->read_ns = now;
 			ps->phase = REQ_SERVING;
-			split_wait(ps, tid, now - ps->start_ns, now);
+			split_wait(ps, s, tid, ps->start_ns, now);
 		} else if (ps->phase == REQ_IDLE) {
 			/* Bytes read with no data_ready since the response began: they came before it,
 			 * so requests overlap on this connection (pipelining, HTTP/2). */
 			ps->flags |= PLATOON_REQ_OVERLAPPED;
 		}
 	} else if (ps->phase == REQ_READY) {
-		split_wait(ps, tid, now - ps->ready_ns, now);
+		split_wait(ps, s, tid, ps->ready_ns, now);
 		emit_request(sk, ps, tid, now, now - ps->ready_ns, ps->ready_ns - ps->start_ns);
 		ps->phase = REQ_IDLE;
 	}
@@ -335,8 +285,9 @@ static __always_inline int on_read(const struct sock *sk, int ret, int flags)
 static __always_inline int on_write(const struct sock *sk, int ret)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u64 now;
+	struct platoon_thread_stats *s;
 	struct platoon_sock *ps;
+	__u64 now;
 
 	if (ret <= 0 || !is_target(tgid))
 		return 0;
@@ -344,7 +295,9 @@ static __always_inline int on_write(const struct sock *sk, int ret)
 	if (!ps)
 		return 0;
 	now = bpf_ktime_get_boot_ns();
-	running_now(now);
+	s = current_stats(false, now);
+	if (s)
+		running_now(s, now);
 	if (ps->side == PLATOON_REQ_SERVER) {
 		if (ps->phase == REQ_SERVING) {
 			emit_request(sk, ps, ps->reader, now, ps->read_ns - ps->start_ns, now - ps->read_ns);

@@ -59,12 +59,17 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			} else
 				s->switches_involuntary++;
 			if (task_state_fast(btf, prev) == TASK_RUNNING) {
+				bool throttled = group_throttled(btf, prev);
+
 				s->runnable = 1;
 				s->wait_start_ns = now;
 				wait_split_start(btf, s, rq_of(btf, prev), cpu,
-						 group_throttled(btf, prev) ? PLATOON_WAIT_THROTTLED : 0);
+						 throttled ? PLATOON_WAIT_THROTTLED : 0);
+				log_state(s, now, throttled ? PLATOON_REQ_THROTTLED : PLATOON_REQ_RUNNABLE);
 				s->preemptor_tid = next_tid;
 				add_pair(prev_tid, next_tid, PLATOON_PAIR_PREEMPTED_BY, next, true, 1, 0);
+			} else {
+				log_state(s, now, PLATOON_REQ_BLOCKED);
 			}
 			s->last_seen_ns = now;
 			s->last_cpu = cpu;
@@ -93,6 +98,7 @@ static __always_inline int on_switch(bool btf, bool preempt, struct task_struct 
 			}
 			s->on_cpu = 1;
 			s->run_start_ns = now;
+			log_state(s, now, PLATOON_REQ_RUNNING);
 			/* comm is refreshed now and then, not on every switch: at each of a thread's
 			 * first 16 switch-ins (threads name themselves right after they start), then
 			 * every 64th, so a rename shows up and the copy stays off most switches. */
@@ -237,15 +243,17 @@ static __always_inline int on_wakeup(bool btf, struct task_struct *p, __u16 type
 		if (!s->on_cpu && !s->runnable) {
 			__u32 cpu = task_cpu_fast(btf, p);
 			struct rq *rq = rq_of(btf, p);
+			bool throttled = group_throttled(btf, p);
 
 			s->runnable = 1;
 			s->wait_start_ns = now;
 			/* Woken into a throttled group (6.18 parks it on the group's limbo list at
 			 * once), else onto an idle CPU, else behind whatever runs there. */
 			wait_split_start(btf, s, rq, cpu,
-					 group_throttled(btf, p) ? PLATOON_WAIT_THROTTLED
+					 throttled ? PLATOON_WAIT_THROTTLED
 					 : cpu_idle_now(btf, rq) ? PLATOON_WAIT_IDLE_CPU
 								 : 0);
+			log_state(s, now, throttled ? PLATOON_REQ_THROTTLED : PLATOON_REQ_RUNNABLE);
 			s->preemptor_tid = 0;
 		}
 		s->last_seen_ns = now;

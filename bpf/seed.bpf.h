@@ -45,9 +45,13 @@ int seed_threads(struct bpf_iter__task *ctx)
 	if (t->on_cpu) {
 		s->on_cpu = 1;
 		s->run_start_ns = now;
+		log_state(s, now, PLATOON_REQ_RUNNING);
 	} else if (task_state(t) == TASK_RUNNING) {
 		s->runnable = 1;
 		s->wait_start_ns = now;
+		log_state(s, now, PLATOON_REQ_RUNNABLE);  /* its group's throttling is not known */
+	} else {
+		log_state(s, now, PLATOON_REQ_BLOCKED);
 	}
 	return 0;
 }

@@ -112,6 +112,16 @@ thread_stats(bool store, __u32 tid, __u32 tgid, struct task_struct *t, __u64 now
 	return s;
 }
 
+/* Records that the thread entered `state` (enum platoon_request_state) at `now`, in its entry's
+ * state log, while requests are traced (a load-time constant otherwise drops the call). */
+static __always_inline void log_state(struct platoon_thread_stats *s, __u64 now, __u32 state)
+{
+	if (!targ_requests)
+		return;
+	s->state_log[s->state_log_next & (PLATOON_STATE_LOG - 1)] = now << 2 | state;
+	s->state_log_next++;
+}
+
 /* The calling thread's task, in the form thread_stats wants for hooks without task arguments
  * (epoll tracepoints, USDT): BTF-typed when entries are in task storage. */
 static __always_inline struct task_struct *current_task_for_stats(void)

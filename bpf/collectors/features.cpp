@@ -83,8 +83,7 @@ KernelFeatures probe_features(const Injected& inject) {
     // before they took the sock (6.3's first form).
     const bool sock_first = param_is_sock(vmlinux.get(), "btf_trace_sock_recv_length") &&
                             param_is_sock(vmlinux.get(), "btf_trace_sock_send_length");
-    f.sock_requests = sock_first && trace_params(vmlinux.get(), "btf_trace_sk_data_ready") == 2 &&
-                      btf__find_by_name_kind(vmlinux.get(), "bpf_task_from_pid", BTF_KIND_FUNC) >= 0;
+    f.sock_requests = sock_first && trace_params(vmlinux.get(), "btf_trace_sk_data_ready") == 2;
     f.tcp_send_start = trace_params(vmlinux.get(), "btf_trace_tcp_sendmsg_locked") == 5;
   } else {
     f.tp_btf = f.task_iter = f.switch_state_arg = f.irq_time = f.sock_requests = f.tcp_send_start = false;

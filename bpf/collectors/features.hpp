@@ -11,7 +11,7 @@
 //   task_storage      task-local storage for thread entries (with tp_btf)  5.11  (else: the stats hash)
 //   irq_time          rq->prev_irq_time, CONFIG_IRQ_TIME_ACCOUNTING        config (else: irq wait not measured)
 //   sock_requests     sock:sk_data_ready, sock_recv_length and sock_send_length taking the
-//                     sock, and bpf_task_from_pid: per-request latency   6.3   (else: no requests)
+//                     sock: per-request latency                          6.3   (else: no requests)
 //   tcp_send_start    tcp:tcp_sendmsg_locked, a write's start              6.12  (else: its end)
 //
 // Probes read the kernel's BTF (type names) or ask libbpf (libbpf_probe_bpf_*), never the

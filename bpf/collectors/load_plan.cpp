@@ -239,6 +239,7 @@ void apply_plan(const LoadPlan& plan, platoon_bpf* skel) {
   r.targ_epoll_at_switch = k.epoll_at_switch;
   r.targ_task_storage = k.task_storage;
   r.targ_threads_max = k.threads_max;
+  r.targ_requests = plan.requests;
 
   for (const HookPair& h : hook_pairs(skel)) {
     bpf_program__set_autoload(h.btf, !plan.attempt.raw_tp);
