@@ -15,7 +15,8 @@ import sys
 # (a, b): a's overhead minus b's, reported when a run has both.
 PAIRS = [("platoon", "perf"), ("platoon-noio", "perf"), ("platoon", "platoon-noio"), ("top", "platoon"),
          ("top", "platoon-noevents"), ("top", "floor"), ("top", "top-sched"), ("floor", "floor-sched"),
-         ("top-sched", "floor-sched")]
+         ("top-sched", "floor-sched"), ("exporter", "top"), ("platoon-requests", "platoon"),
+         ("floor-requests", "floor")]
 
 
 def trimmed_mean(values, cut=0.1):
