@@ -135,7 +135,8 @@ static __always_inline void split_wait(struct platoon_sock *ps, const struct pla
 	__u32 newest = s ? s->state_log_next - 1 : 0;
 	int i;
 
-	if (!s || ps->reader != tid || (ps->flags & PLATOON_REQ_PARTIAL))
+	/* (an exited entry: the tid was reused before user space removed the old thread's) */
+	if (!s || s->exited || ps->reader != tid || (ps->flags & PLATOON_REQ_PARTIAL))
 		goto unattributed;
 	for (i = 0; i < PLATOON_STATE_LOG; i++) {
 		e = s->state_log[(newest - i) & (PLATOON_STATE_LOG - 1)];
@@ -263,6 +264,11 @@ static __always_inline int on_read(const struct sock *sk, int ret, int flags)
 		running_now(s, now);
 	if (!ps->pid)
 		ps->pid = tgid;     /* accepted on a port any process may own (whole-machine mode) */
+	/* A data_ready on another CPU since `now` was taken may have stamped a later ready. */
+	if (ps->start_ns > now)
+		ps->start_ns = now;
+	if (ps->ready_ns > now)
+		ps->ready_ns = now;
 	if (ps->side == PLATOON_REQ_SERVER) {
 		if (ps->phase == REQ_WAITING) {
 			ps->read_ns = now;

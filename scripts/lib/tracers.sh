@@ -18,10 +18,13 @@
 #   floor: bench/hook_floor, do-nothing programs on the hooks platoon's aggregates use;
 #     floor-sched its scheduler hooks without the epoll exits; floor-requests the socket hooks
 #     of the request programs alone
-# attached FILE PATTERN: up to 10 s for PATTERN in FILE, the tracer's word that it attached.
+# attached FILE PATTERN: up to 10 s for PATTERN in FILE, the tracer's word that it attached;
+# else the tracer is stopped and the run ends (exit 2, one line).
 attached() {
   for _ in $(seq 200); do grep -q "$2" "$1" 2> /dev/null && return 0; sleep 0.05; done
-  die "the tracer did not attach in 10 s: $(tail -2 "$1" | tr '\n' ' ')"
+  stop_pids 1 "$tracer_pid"
+  echo "${script:-benchmark}: the tracer did not attach in 10 s: $(tail -2 "$1" | tr '\n' ' ')" >&2
+  exit 2
 }
 tracer_conditions=(none platoon platoon-nostats platoon-noevents platoon-noio platoon-requests top top-5s top-sched exporter
                    perf bpftrace floor floor-sched floor-requests)
@@ -67,8 +70,7 @@ cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 +
 stop_tracer() {  # condition round
   [ -n "$tracer_pid" ] || return 0
   cpu_seconds "$tracer_pid" > "$out/$1-$2.cpu"
-  local pids=("$tracer_pid")
-  stop_pids 10
+  stop_pids 10 "$tracer_pid"
   tracer_pid=
   [ "$1" = perf ] && { du -b "$out/perf-$2.data" | cut -f1 > "$out/perf-$2.size"; rm -f "$out/perf-$2.data"; }
   return 0

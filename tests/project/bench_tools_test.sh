@@ -23,7 +23,11 @@ floor_progs() { bpftool prog show | grep -c ' name floor_' || true; }
 
 # Attached, counted against the kernel's own context switches, detached by Ctrl-C.
 restore_stats=$(sysctl -n kernel.bpf_stats_enabled)
-cleanup() { set +e; stop_pids 0.3; sysctl -qw kernel.bpf_stats_enabled="$restore_stats"; rm -rf "$tmp"; }
+# (run: a benchmark started below, in timeout's own process group)
+cleanup() {
+  set +e; [ -n "${run:-}" ] && kill -TERM -- "-$run" 2> /dev/null
+  stop_pids 0.3; sysctl -qw kernel.bpf_stats_enabled="$restore_stats"; rm -rf "$tmp"
+}
 sysctl -qw kernel.bpf_stats_enabled=1
 "$bin/hook_floor" > "$tmp/floor.log" 2>&1 & floor=$!; pids+=($floor)
 wait_started "$tmp/floor.log" attached hook_floor
@@ -93,23 +97,32 @@ rm -f "$BUILD/bench/tracing-overhead/last-run"
 
 # A short run leaves nothing behind, finished or stopped by SIGTERM, also when started as a
 # background job (whose children ignore SIGINT): the runs of 2026-12-06 left their servers up.
-# Each run has its own limit (timeout passes the test's SIGTERM on); one that hangs shows where
-# it stood: its log and its processes' kernel wait channels.
+# Each run has its own limit: one still running after it is hung, and the test shows where it
+# stood (its log, and its processes' kernel wait channels while they still wait), then ends its
+# process group (timeout's: the outer limit, which also passes the test's SIGTERM on).
 leftovers() { pgrep -f "$bin/(platoon-server|platoon-load|platoon-mock|speedometer|hook_floor)" || true; }
-bench=(timeout --kill-after=10 90 scripts/bench-observer-cpu.sh "$BUILD")   # run as $!, not a subshell
-hung() {
+bench=(timeout --kill-after=10 150 scripts/bench-observer-cpu.sh "$BUILD")   # run as $!, not a subshell
+hung() {  # hung LOG MESSAGE
   echo "--- $1:"; tail -5 "$1"
   ps -eo pid,stat,wchan:24,etime,args | grep -E 'bench-observer|hook_floor|platoon-|speedometer|curl|sleep' | grep -v grep || true
+  kill -TERM -- "-$run" 2> /dev/null || true; sleep 2; kill -KILL -- "-$run" 2> /dev/null || true
   fail "$2"
+}
+finish() {  # finish LOG LIMIT_S: $run's exit status, or hung after LIMIT_S
+  local _
+  for _ in $(seq $(($2 * 10))); do kill -0 "$run" 2> /dev/null || break; sleep 0.1; done
+  kill -0 "$run" 2> /dev/null && hung "$1" "bench-observer-cpu still running after $2 s"
+  wait "$run"
 }
 [ -z "$(leftovers)" ] || fail "benchmark processes running before the run: $(leftovers)"
 "${bench[@]}" --rounds 2 --duration 1 --settle 0.5 --conditions none,floor > "$tmp/run.log" 2>&1 & run=$!
-wait "$run" || hung "$tmp/run.log" "bench-observer-cpu exited $? (124: hung)"
+status=0; finish "$tmp/run.log" 90 || status=$?
+[ "$status" = 0 ] || hung "$tmp/run.log" "bench-observer-cpu exited $status"
 grep -q 'floor ' "$tmp/run.log" || hung "$tmp/run.log" "no floor row in the summary"
 [ -z "$(leftovers)" ] || fail "left running after a finished run: $(leftovers)"
 "${bench[@]}" --rounds 5 --duration 2 --settle 1 --conditions none,floor > "$tmp/run2.log" 2>&1 & run=$!
 for _ in $(seq 100); do grep -q 'round 1 floor' "$tmp/run2.log" && break; sleep 0.1; done
-kill -TERM "$run"; status=0; wait "$run" 2> /dev/null || status=$?
+kill -TERM "$run"; status=0; finish "$tmp/run2.log" 30 2> /dev/null || status=$?
 [ "$status" != 124 ] && [ "$status" != 137 ] || hung "$tmp/run2.log" "bench-observer-cpu did not end on SIGTERM (status $status)"
 [ -z "$(leftovers)" ] || fail "left running after SIGTERM: $(leftovers)"
 [ "$(floor_progs)" = 0 ] || fail "floor programs left after SIGTERM"
