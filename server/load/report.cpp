@@ -128,6 +128,18 @@ void json_percentiles(std::FILE* f, const Histogram& h) {
                h.mean() / kNsPerUs, h.stddev() / kNsPerUs, static_cast<long long>(h.count()));
 }
 
+// [[percentile, value_us], ..]: the ticks of print_distribution's spectrum, percentile in
+// percent (0-100), each value the highest equivalent of its bucket.
+void json_spectrum(std::FILE* f, const Histogram& h) {
+  std::fprintf(f, "[");
+  const char* sep = "";
+  for (const Histogram::Tick& t : h.percentile_spectrum(5)) {
+    std::fprintf(f, "%s[%.6f, %.3f]", sep, t.percentile, us(t.value));
+    sep = ", ";
+  }
+  std::fprintf(f, "]");
+}
+
 }  // namespace
 
 void print_header(std::FILE* out, const Config& cfg) {
@@ -220,6 +232,10 @@ bool write_json(const std::string& path, const Config& cfg, const ThreadStats& t
   json_percentiles(f, t.uncorrected);
   std::fprintf(f, ",\n  \"send_lag_us\": ");
   json_percentiles(f, t.send_lag);
+  std::fprintf(f, ",\n  \"latency_spectrum_us\": ");
+  json_spectrum(f, t.corrected);
+  std::fprintf(f, ",\n  \"uncorrected_latency_spectrum_us\": ");
+  json_spectrum(f, t.uncorrected);
   std::fprintf(f, "\n}\n");
   const bool ok = std::ferror(f) == 0;
   if (std::fclose(f) != 0 || !ok) {
