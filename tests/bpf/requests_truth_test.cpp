@@ -16,7 +16,8 @@
 //   - the designed state holding >= 90% of the summed socket wait, and at least what the log
 //     proves the reader spent in that state; each record's state parts adding up to its wait.
 // The workload is first held to its own design (premise checks, from its clocks and /proc), so
-// a failure says which side is off: the workload, or the records.
+// a failure says which side is off: the workload, or the records. A run that left its design
+// (a loaded machine) is run again, up to three times, and the last is judged.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -196,32 +197,38 @@ void print_workload(const Scenario& r) {
                 static_cast<double>(r.after.throttled_ns - r.before.throttled_ns) / 1e6);
 }
 
-void check_workload(const Scenario& r) {
+// Where the workload left its design, by its own clocks and /proc: one line each. Decided
+// without the records, so a scenario that went wrong is run again rather than judged.
+std::vector<std::string> workload_deviations(const Scenario& r) {
   const auto& rs = r.requests;
   const ServerLog& log = *r.log;
-  ASSERT_EQ(rs.size(), static_cast<size_t>(r.plan.requests)) << "requests both sides logged";
-  print_workload(r);
+  std::vector<std::string> out;
   size_t out_of_order = 0, pieces = 0;
   for (size_t i = 0; i < rs.size(); ++i) {
     out_of_order += rs[i].s.seq != i;
     pieces += rs[i].s.reads != 1;
   }
-  EXPECT_EQ(out_of_order, 0u) << "the server answered requests out of order";
-  EXPECT_EQ(pieces, 0u) << "requests that took more than one read()";
+  if (out_of_order) out.push_back(std::to_string(out_of_order) + " requests answered out of order");
+  if (pieces) out.push_back(std::to_string(pieces) + " requests that took more than one read()");
   // The client's timer can slip past a phase now and then (one in 150 was seen on a quiet VM):
   // such a request waits in another state, which the records must then show too, so only a
   // few are allowed; the designed share below holds the scenario to its state.
-  if (r.plan.phase != ReaderPhase::throttled) {
-    EXPECT_GE(double(sent_inside_phase(r)), 0.97 * double(rs.size())) << "requests not sent inside the reader's designed phase";
-  }
-  EXPECT_GE(designed_share(r, false), kShareFloor) << "the reader was not in the designed state while requests waited";
-  if (r.plan.phase == ReaderPhase::runnable) {
-    EXPECT_GE(log.nonvoluntary[1] - log.nonvoluntary[0], r.plan.requests) << "the bursts did not preempt the reader";
-  }
-  if (r.plan.phase == ReaderPhase::throttled) {
-    EXPECT_GE(r.after.nr_throttled - r.before.nr_throttled, static_cast<uint64_t>(r.plan.requests / 2))
-        << "the quota did not throttle the server";
-  }
+  if (r.plan.phase != ReaderPhase::throttled && double(sent_inside_phase(r)) < 0.97 * double(rs.size()))
+    out.push_back("requests not sent inside the reader's designed phase");
+  if (designed_share(r, false) < kShareFloor)
+    out.push_back("the reader was not in the designed state while requests waited: " +
+                  std::to_string(designed_share(r, false)) + " of the wait");
+  if (r.plan.phase == ReaderPhase::runnable && log.nonvoluntary[1] - log.nonvoluntary[0] < r.plan.requests)
+    out.push_back("the bursts did not preempt the reader");
+  if (r.plan.phase == ReaderPhase::throttled &&
+      r.after.nr_throttled - r.before.nr_throttled < static_cast<uint64_t>(r.plan.requests / 2))
+    out.push_back("the quota did not throttle the server");
+  return out;
+}
+
+void check_workload(const Scenario& r) {
+  ASSERT_EQ(r.requests.size(), static_cast<size_t>(r.plan.requests)) << "requests both sides logged";
+  for (const std::string& why : workload_deviations(r)) ADD_FAILURE() << why;
 }
 
 // ---- the records ----
@@ -503,7 +510,9 @@ class RequestsTruthTest : public BpfTest {
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs 2 CPUs: the reader on CPU 0, the client on CPU 1";
   }
 
-  void run(ReaderPhase phase) {
+  // One run of the scenario; *again when it left its design and another attempt is due.
+  void attempt_scenario(ReaderPhase phase, int attempt, bool* again) {
+    *again = false;
     Scenario r;
     r.plan = platoon::testing::request_plan(phase);
     // Declared before the server so that it is removed after the server is reaped.
@@ -538,8 +547,27 @@ class RequestsTruthTest : public BpfTest {
     }
     r.log = &log;
     r.requests = join(r.client, log);
+    print_workload(r);
+    if (r.requests.size() == static_cast<size_t>(r.plan.requests) && attempt < kAttempts) {
+      const std::vector<std::string> off = workload_deviations(r);
+      if (!off.empty()) {
+        std::printf("  attempt %d: the workload left its design (%s); running it again\n", attempt, off[0].c_str());
+        *again = true;
+        return;
+      }
+    }
     check_workload(r);
     check_records(r, d);
+  }
+
+  // A loaded machine can keep the workload from its design (a throttled server's own writes
+  // stalled by the quota, a timer slipping past a phase): that scenario is run again, up to
+  // kAttempts times, and judged by the last. The records are judged only in a run that kept to
+  // its design, so a regression in them still fails.
+  static constexpr int kAttempts = 3;
+  void run(ReaderPhase phase) {
+    bool again = true;
+    for (int attempt = 1; again && attempt <= kAttempts; ++attempt) attempt_scenario(phase, attempt, &again);
   }
 };
 
