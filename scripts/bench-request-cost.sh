@@ -42,7 +42,7 @@ load_s=$(python3 -c "print(int($rounds * 2 * ($duration + 3) + 30))")
 taskset -c 0 "$bin/platoon-load" --url "http://127.0.0.1:$sport/fruits" --rate "$rate" --connections 50 --threads 1 \
   --duration "$load_s" > "$out/load.txt" 2>&1 & pids+=($!)
 sleep 2
-requests() { curl -fsS "http://127.0.0.1:$sport/metrics" | awk '$1 == "platoon_requests_total" { printf "%d\n", $2 }'; }
+requests() { curl -fsS --max-time 10 "http://127.0.0.1:$sport/metrics" | awk '$1 == "platoon_requests_total" { printf "%d\n", $2 }'; }
 progs() { bpftool -j prog show > "$1"; }
 
 for r in $(seq "$rounds"); do
