@@ -174,8 +174,22 @@ CONSUMERS_LIBS := -lz -lzstd -lfmt
 
 # The program's own parts: the commands, the dashboard's drawing and keys, and the exporter's
 # HTTP listener (libevent, linked here only).
-PLATOON_SRC := $(wildcard tui/commands/*.cpp tui/web/*.cpp tui/dashboard/views/*.cpp tui/dashboard/input/*.cpp)
-PLATOON_OBJ := $(PLATOON_SRC:%.cpp=$(OBJ)/%.o)
+# The HTML report (tui/outputs/html/) is linked here too: its page, script and chart library
+# are inlined into the program at build time (Vega from Debian's libjs-vega), so a report opens
+# on a machine without them.
+PLATOON_SRC := $(wildcard tui/commands/*.cpp tui/web/*.cpp tui/dashboard/views/*.cpp tui/dashboard/input/*.cpp \
+                          tui/outputs/html/*.cpp)
+PLATOON_OBJ := $(PLATOON_SRC:%.cpp=$(OBJ)/%.o) $(OBJ)/gen/html_assets.o
+HTML_ASSETS := tui/outputs/html/page.html tui/outputs/html/report.css tui/outputs/html/report.js
+VEGA_DIR ?= /usr/share/javascript/vega
+$(GEN)/html_assets.cpp: tui/outputs/html/embed_assets.py $(HTML_ASSETS) Makefile
+	@mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)python3 tui/outputs/html/embed_assets.py $(VEGA_DIR) /usr/share/doc/libjs-vega/copyright $@ $(HTML_ASSETS)
+$(OBJ)/gen/html_assets.o: $(GEN)/html_assets.cpp
+	@mkdir -p $(@D)
+	$(call msg,CXX,$<)
+	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -O0 -c -o $@ $<
 OBJS += $(PLATOON_OBJ)
 PLATOON_BIN := $(if $(PLATOON_SRC),$(BIN)/platoon)
 PLATOON_LIBS := $(CONSUMERS_LIB) $(COLLECTORS_LIB) $(SNAPSHOT_LIB)

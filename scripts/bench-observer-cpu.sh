@@ -78,7 +78,7 @@ for r in $(seq "$rounds"); do
     sleep "$settle"
     { look; sleep "$duration"; look; } > "$out/window-$c-$r"
     stop_tracer "$c" "$r"
-    kill -0 "$load" 2>/dev/null || die "the load generator stopped (see $out/load.log)"
+    kill -0 "$load" 2>/dev/null || die "the load generator stopped: its log is $out/load.log"
     echo "round $r $c: $(awk 'NR == 1 { s = $2; q = $3 } NR == 2 { printf "%.1f us/request", ($2 - s) * 1e6 / ($3 - q) }' "$out/window-$c-$r")"
   done
 done

@@ -15,6 +15,8 @@ PKGS=(
   libzstd-dev zstd
   # runtime
   libboost-context-dev libevent-dev systemtap-sdt-dev
+  # the HTML report's charts: Vega, inlined into platoon at build time (tui/outputs/html/)
+  libjs-vega
   # server: HTTP parser (llhttp C sources), JSON
   node-llhttp rapidjson-dev
   # command line, formatting, TUI
@@ -24,6 +26,9 @@ PKGS=(
   # tests/project/tree_rules_test.sh
   libgtest-dev libgmock-dev tmux sysstat linux-perf bpftrace protobuf-compiler
   procps binutils time jq git universal-ctags
+  # the HTML report opened in a real browser: headless Chromium driven over the DevTools
+  # protocol (tests/tools/html_page.py), its screenshots read with PIL
+  chromium chromium-driver python3-selenium python3-pil
   # promtool checks the exporter's exposition and the alerting rules (the prometheus package ships it)
   prometheus
   # peers measured beside platoon-server; the JDK and Go are also the JVM and the Go program

@@ -58,10 +58,11 @@ expect_no_note() {
   done
 }
 
-consumers=(report report-json doctor perfetto chrome csv top-replay)
+consumers=(report report-json report-html doctor perfetto chrome csv top-replay)
 for f in "$tmp"/files/*.platoon; do
   out=; run report "$f" "$platoon" report "$f"
   out=; run report-json "$f" "$platoon" report "$f" --format json
+  out=$tmp/out.html; run report-html "$f" "$platoon" report "$f" --format html -o "$out"
   out=; run doctor "$f" "$platoon" doctor "$f"
   out=$tmp/out.pftrace; run perfetto "$f" "$platoon" export "$f" --format perfetto -o "$out"
   out=$tmp/out.json; run chrome "$f" "$platoon" export "$f" --format chrome -o "$out"

@@ -57,6 +57,10 @@ while read -r p rest; do priority[$p]=$rest; done < <(dpkg-query -W -f='${Packag
 declare -A seen not_programs
 # Builtins, keywords and the functions common.sh defines run no program.
 for w in $(compgen -b) $(compgen -k) $(compgen -A function); do not_programs[$w]=1; done
+# Words the scan finds in awk programs and messages ("; print $2", "(see LOG)", open=$(..)) that
+# name programs of packages the browser tests pull in (mailcap's print and see, xdg-utils'
+# open): no script runs them.
+for w in print see open; do not_programs[$w]=1; done
 IFS=: read -ra fresh_path <<< /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 IFS=: read -ra this_path <<< "$PATH"
 # hold WHAT FILE WHERE: the package of FILE (what runs for WHAT) is installed by install-deps.
@@ -118,6 +122,9 @@ sub paths {
 sub shell_file {
   my ($f, $src) = @_;
   $src =~ s/#.*$//mg;
+  # A quoted here-document (<<'PY') is text for another program: python's print and open are
+  # not commands.
+  $src =~ s/<<-?[ \t]*(['"])(\w+)\1([^\n]*)\n.*?\n[ \t]*\2[ \t]*(?=\n|\z)/$3/msg;
   my %funcs = map { $_ => 1 } $src =~ /^\s*([a-z_][a-z0-9_]*)\(\)/mg;
   print "word $f $_\n" for grep { !$funcs{$_} } words($src);
   print "path $f $_\n" for paths($src);

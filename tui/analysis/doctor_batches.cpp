@@ -1,13 +1,33 @@
 #include "tui/analysis/doctor_batches.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
 
 namespace platoon::analysis::doctor {
 
+int BatchGrid::wait_bin(uint64_t wait_ns) {
+  const uint64_t us = wait_ns / 1000;
+  return us == 0 ? 0 : std::min(static_cast<int>(std::bit_width(us)), kWaitBins - 1);
+}
+
+int BatchGrid::batch_bin(double batch) {
+  if (!(batch > 0)) return 0;
+  const auto n = static_cast<uint64_t>(batch);
+  if (n < 8) return static_cast<int>(n);
+  return std::min(static_cast<int>(std::bit_width(n)) + 4, kBatchBins - 1);  // 8-15 → 8
+}
+
+double BatchGrid::wait_bin_low_us(int bin) { return bin <= 0 ? 0 : std::ldexp(1.0, bin - 1); }
+
+double BatchGrid::batch_bin_low(int bin) { return bin < 8 ? bin : std::ldexp(1.0, bin - 5); }
+
 void BatchStats::add(uint64_t wait_ns, double batch) {
   ++samples;
+  uint32_t& cell = grid.count[static_cast<size_t>(BatchGrid::wait_bin(wait_ns))][static_cast<size_t>(BatchGrid::batch_bin(batch))];
+  if (cell < UINT32_MAX) ++cell;
   if (wait_ns >= kLongWaitNs) {
     ++long_n;
     long_sum += batch;

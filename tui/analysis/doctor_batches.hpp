@@ -3,6 +3,7 @@
 // and who the thread waited behind. Streams: a long recording or a live watch stays small.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -16,6 +17,20 @@
 
 namespace platoon::analysis::doctor {
 
+// The batches against the wait before them, binned, for a picture of the platoon effect (the
+// HTML report's heat map): bounded whatever the recording's length. Wait bins are log2 µs
+// (bin 0: under 1 µs, bin i: [2^(i-1), 2^i) µs, the last: that or more); batch bins are exact
+// sizes up to 8, then log2 ranges (8-15, 16-31, ...), the last open-ended.
+struct BatchGrid {
+  static constexpr int kWaitBins = 22;   // the last bin: a second (2^20 µs) or more
+  static constexpr int kBatchBins = 13;  // 0..7, 8-15, 16-31, 32-63, 64-127, 128+
+  static int wait_bin(uint64_t wait_ns);
+  static int batch_bin(double batch);
+  static double wait_bin_low_us(int bin);         // the bin's lower edge (0 for bin 0)
+  static double batch_bin_low(int bin);           // the smallest batch the bin holds
+  std::array<std::array<uint32_t, kBatchBins>, kWaitBins> count{};
+};
+
 // Batches of one kind (epoll returns or runtime drains) of one thread, split by the run-queue
 // wait the thread had since its previous batch of that kind.
 struct BatchStats {
@@ -25,6 +40,7 @@ struct BatchStats {
   uint64_t short_n = 0;
   double short_sum = 0;
   double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;  // Pearson sums: x = wait µs (capped), y = batch
+  BatchGrid grid;
 
   void add(uint64_t wait_ns, double batch);
   double long_mean() const { return long_n ? long_sum / static_cast<double>(long_n) : 0; }

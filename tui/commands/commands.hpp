@@ -88,7 +88,8 @@ int run_record(const RecordOptions& opt);
 struct ReportOptions {
   std::string file;
   std::string vs;
-  std::string format = "text";
+  std::string format = "text";  // text, json or html
+  std::string output;           // empty: standard output
 };
 int run_report(const ReportOptions& opt);
 

@@ -14,6 +14,7 @@
 
 #include "bpf/collectors/runtime_detect.hpp"
 #include "tui/commands/commands.hpp"
+#include "tui/commands/doctor_run.hpp"
 #include "tui/commands/live_flags.hpp"
 #include "bpf/snapshot/clock.hpp"
 #include "tui/commands/live_session.hpp"
@@ -26,15 +27,7 @@ namespace {
 
 namespace doc = analysis::doctor;
 
-// Everything one diagnosis needs; the tracker and the window outlive the DoctorInput that
-// points at them.
-struct Run {
-  analysis::Window window;
-  doc::BatchTracker batches;
-  bool has_batches = false;
-  doc::DoctorInput input;
-  std::vector<std::string> warnings;  // printed to stderr (text) before the findings
-};
+using Run = DoctorRun;
 
 // How a diagnosis paces its source: a file gives every recorded snapshot at once, a live target
 // its first and last with --duration (or the command's end) in between.
@@ -56,12 +49,16 @@ snapshot::SnapshotSource::EventSink to_tracker(Run& run) {
 // The one path for a file and a live target: each round hands the raw events to the tracker and
 // the snapshots to the recording window, until the pace says the watch is over; then the closing
 // snapshot and the events after it (a file's last interval).
-void feed(snapshot::SnapshotSource& source, Pace& pace, Run& run, analysis::RecordingWindow& recording) {
+void feed(snapshot::SnapshotSource& source, Pace& pace, Run& run, analysis::RecordingWindow& recording,
+          const SnapshotTap& tap = {}) {
   const auto sink = to_tracker(run);
   for (bool last = false; !last;) {
     last = pace.over();
     source.events(last ? 0 : pace.wait_ms(), sink);
-    if (last || pace.snapshot_due()) recording.add(source.snapshot());
+    if (!last && !pace.snapshot_due()) continue;
+    snapshot::Snapshot s = source.snapshot();
+    if (tap) tap(s);
+    recording.add(std::move(s));
   }
   source.events(0, sink);
   run.batches.finish();
@@ -70,9 +67,12 @@ void feed(snapshot::SnapshotSource& source, Pace& pace, Run& run, analysis::Reco
 }
 
 // The baseline: what happened before it counts for the tracker only.
-void take_baseline(snapshot::SnapshotSource& source, Run& run, analysis::RecordingWindow& recording) {
+void take_baseline(snapshot::SnapshotSource& source, Run& run, analysis::RecordingWindow& recording,
+                   const SnapshotTap& tap = {}) {
   source.events(0, to_tracker(run));
-  recording.add(source.snapshot());
+  snapshot::Snapshot s = source.snapshot();
+  if (tap) tap(s);
+  recording.add(std::move(s));
 }
 
 class FilePace final : public Pace {
@@ -84,7 +84,9 @@ class FilePace final : public Pace {
   const trace::ReplaySource& replay_;
 };
 
-bool load_file(const std::string& path, Run& run, std::string& error) {
+}  // namespace
+
+bool load_doctor_file(const std::string& path, DoctorRun& run, std::string& error, const SnapshotTap& tap) {
   auto replay = trace::ReplaySource::open(path, error, {.rewind = false});
   if (!replay) return false;
   if (replay->count() < 2) {
@@ -93,9 +95,9 @@ bool load_file(const std::string& path, Run& run, std::string& error) {
     return false;
   }
   analysis::RecordingWindow recording;
-  take_baseline(*replay, run, recording);
+  take_baseline(*replay, run, recording, tap);
   FilePace pace(*replay);
-  feed(*replay, pace, run, recording);
+  feed(*replay, pace, run, recording, tap);
   const trace::TraceContents& c = replay->contents();
   run.has_batches = c.event_count > 0;
   doc::DoctorInput& in = run.input;
@@ -120,6 +122,8 @@ bool load_file(const std::string& path, Run& run, std::string& error) {
     if (!note.empty()) run.warnings.push_back(path + ": " + note);
   return true;
 }
+
+namespace {
 
 // The first target that is a runtime platoon knows (a JVM among helpers is still a JVM).
 snapshot::RuntimeKind runtime_of(const std::vector<pid_t>& pids) {
@@ -196,25 +200,25 @@ bool watch_live(const DoctorOptions& opt, Run& run, std::string& error) {
   return true;
 }
 
-doc::Diagnosis diagnose(Run& run) {
+int fail(const std::string& msg) { return command_failure("doctor", msg); }
+
+}  // namespace
+
+doc::Diagnosis diagnose(DoctorRun& run) {
   run.input.window = &run.window;
   run.input.batches = run.has_batches ? &run.batches : nullptr;
   return doc::diagnose(run.input);
 }
 
-int fail(const std::string& msg) { return command_failure("doctor", msg); }
-
-}  // namespace
-
 int run_doctor(const DoctorOptions& opt) {
   std::string error;
   // Runs are large-ish (a tracker with a reorder heap): keep them off the stack.
   auto a = std::make_unique<Run>();
-  if (!(opt.file.empty() ? watch_live(opt, *a, error) : load_file(opt.file, *a, error))) return fail(error);
+  if (!(opt.file.empty() ? watch_live(opt, *a, error) : load_doctor_file(opt.file, *a, error))) return fail(error);
   std::unique_ptr<Run> b;
   if (!opt.vs.empty()) {
     b = std::make_unique<Run>();
-    if (!load_file(opt.vs, *b, error)) return fail(error);
+    if (!load_doctor_file(opt.vs, *b, error)) return fail(error);
   }
   for (const Run* r : {a.get(), b.get()})
     if (r)

@@ -24,6 +24,7 @@
 #include "tui/web/listener.hpp"
 #include "tui/commands/live_session.hpp"
 #include "tui/analysis/observer_cost.hpp"
+#include "tui/outputs/html/page.hpp"
 #include "tui/outputs/prom_metrics.hpp"
 
 namespace platoon::cli {
@@ -44,22 +45,6 @@ std::string read_comm(uint32_t pid) {
   std::string name;
   std::getline(in, name);
   return name;
-}
-
-// The target description holds what the user typed (a comm, a command line): escaped, so the
-// page shows it rather than interprets it.
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 constexpr const char* kIndexPage =
@@ -90,7 +75,7 @@ class Exporter {
     }
     if (path == "/") {
       char page[1024];
-      std::snprintf(page, sizeof page, kIndexPage, html_escape(opt_.live.target.describe()).c_str(),
+      std::snprintf(page, sizeof page, kIndexPage, outputs::html::escape_text(opt_.live.target.describe()).c_str(),
                     snapshot::to_string(source_.source()));
       return web::HttpResponse{200, "text/html; charset=utf-8", page};
     }

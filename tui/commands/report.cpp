@@ -1,5 +1,7 @@
 // platoon report: the per-thread tables of one recording (first to last snapshot), or two side
-// by side with --vs.
+// by side with --vs; as text, JSON, or one self-contained HTML page of charts (tui/outputs/html/).
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -7,7 +9,12 @@
 #include <CLI/CLI.hpp>
 
 #include "tui/commands/commands.hpp"
+#include "tui/commands/doctor_run.hpp"
+#include "tui/commands/version.hpp"
 #include "tui/analysis/observer_cost.hpp"
+#include "tui/outputs/html/page.hpp"
+#include "tui/outputs/html/report_data.hpp"
+#include "tui/outputs/output_file.hpp"
 #include "tui/outputs/report.hpp"
 #include "tui/trace/trace_reader.hpp"
 
@@ -18,6 +25,7 @@ struct Loaded {
   trace::TraceContents contents;
   analysis::Window window;
   outputs::ReportHeader header;
+  std::vector<std::string> reader_notes;  // what was said on stderr of the file itself
 };
 
 std::optional<Loaded> load(const std::string& path, std::string& error) {
@@ -33,16 +41,20 @@ std::optional<Loaded> load(const std::string& path, std::string& error) {
     error = path + ": the recording holds no snapshot";
     return std::nullopt;
   }
+  std::vector<std::string> said;
   if (c->truncated)
-    std::fprintf(stderr, "platoon report: %s is truncated at byte %llu (%s): the recording was cut short; "
-                 "reporting its %zu complete snapshots\n", path.c_str(),
-                 static_cast<unsigned long long>(c->truncated_at), c->truncated_reason.c_str(),
-                 recording.snapshots());
+    said.push_back("is truncated at byte " + std::to_string(c->truncated_at) + " (" + c->truncated_reason +
+                   "): the recording was cut short; reporting its " + std::to_string(recording.snapshots()) +
+                   " complete snapshots");
   else if (!c->complete)
-    std::fprintf(stderr, "platoon report: %s was not finished (the recorder did not stop cleanly)\n", path.c_str());
+    said.push_back("was not finished (the recorder did not stop cleanly)");
   for (const std::string& note : {c->cap_note(), recording.cap_note()})
-    if (!note.empty()) std::fprintf(stderr, "platoon report: %s: %s\n", path.c_str(), note.c_str());
-  Loaded l{std::move(*c), recording.window(), {}};
+    if (!note.empty()) said.push_back(": " + note);
+  for (std::string& line : said) {
+    line = path + (line.starts_with(":") ? "" : " ") + line;
+    std::fprintf(stderr, "platoon report: %s\n", line.c_str());
+  }
+  Loaded l{std::move(*c), recording.window(), {}, std::move(said)};
   l.header = outputs::header_for(l.window, path);
   l.header.attach_mode = l.contents.meta.attach_mode;
   l.header.target = l.contents.meta.target;
@@ -56,26 +68,68 @@ std::optional<Loaded> load(const std::string& path, std::string& error) {
   return l;
 }
 
+// What the HTML page needs beyond the tables: each interval (tapped from doctor's pass over the
+// file) and the diagnosis with its batch tracker.
+struct Pictures {
+  std::unique_ptr<DoctorRun> run = std::make_unique<DoctorRun>();
+  outputs::html::IntervalSeries series;
+  analysis::doctor::Diagnosis diagnosis;
+};
+
+std::unique_ptr<Pictures> load_pictures(const std::string& path, std::string& error) {
+  auto p = std::make_unique<Pictures>();
+  if (!load_doctor_file(path, *p->run, error, [&p](const snapshot::Snapshot& s) { p->series.add(s); })) return nullptr;
+  p->diagnosis = diagnose(*p->run);
+  return p;
+}
+
+outputs::html::Recording recording(const Loaded& l, const Pictures& p) {
+  return {l.header, l.window, p.series, p.diagnosis, p.run->has_batches ? &p.run->batches : nullptr,
+          p.run->input.no_events_reason, l.reader_notes};
+}
+
+std::string html_page(const ReportOptions& opt, const Loaded& a, const Loaded* b, std::string& error) {
+  auto pa = load_pictures(opt.file, error);
+  if (!pa) return {};
+  std::unique_ptr<Pictures> pb;
+  if (b && !(pb = load_pictures(opt.vs, error))) return {};
+  std::string command = "platoon report " + opt.file + (b ? " --vs " + opt.vs : "") + " --format html";
+  if (!opt.output.empty()) command += " -o " + opt.output;
+  const outputs::html::PageInfo info{
+      .title = "platoon report: " + opt.file + (b ? " vs " + opt.vs : ""), .command = command, .version = kVersion};
+  const auto ra = recording(a, *pa);
+  if (!b) return outputs::html::page(info.title, outputs::html::page_data_json(info, ra));
+  const auto rb = recording(*b, *pb);
+  return outputs::html::page(info.title, outputs::html::page_data_json(info, ra, &rb));
+}
+
+int fail(const std::string& msg) { return command_failure("report", msg); }
+
 }  // namespace
 
 int run_report(const ReportOptions& opt) {
   std::string error;
   auto a = load(opt.file, error);
-  if (!a) {
-    std::fprintf(stderr, "platoon report: %s\n", error.c_str());
-    return kExitFailure;
-  }
+  if (!a) return fail(error);
+  std::optional<Loaded> b;
+  if (!opt.vs.empty() && !(b = load(opt.vs, error))) return fail(error);
   std::string out;
-  if (opt.vs.empty()) {
+  if (opt.format == "html") {
+    if (opt.output.empty() && isatty(STDOUT_FILENO))
+      return usage_error("report", "--format html writes a page: give -o OUT.html (or redirect the output)");
+    out = html_page(opt, *a, b ? &*b : nullptr, error);
+    if (out.empty()) return fail(error);
+  } else if (opt.vs.empty()) {
     out = opt.format == "json" ? outputs::report_json(a->header, a->window) : outputs::report_text(a->header, a->window);
   } else {
-    auto b = load(opt.vs, error);
-    if (!b) {
-      std::fprintf(stderr, "platoon report: %s\n", error.c_str());
-      return kExitFailure;
-    }
     outputs::Side sa{a->header, a->window}, sb{b->header, b->window};
     out = opt.format == "json" ? outputs::compare_json(sa, sb) : outputs::compare_text(sa, sb);
+  }
+  if (!opt.output.empty()) {
+    bool replaced = false;
+    if (!outputs::write_whole_file(opt.output, out, &error, &replaced)) return fail(error);
+    if (replaced) std::fprintf(stderr, "platoon report: replaced the earlier %s\n", opt.output.c_str());
+    return 0;
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (!out.empty() && out.back() != '\n') std::fputc('\n', stdout);
@@ -86,10 +140,14 @@ CommandRun add_report(CLI::App& sub) {
   auto opt = std::make_shared<ReportOptions>();
   sub.add_option("file", opt->file, "trace file written by platoon record")->required();
   sub.add_option("--vs", opt->vs, "a second trace: print both side by side with ratios");
-  sub.add_option("-f,--format", opt->format, "text or json")->capture_default_str();
+  sub.add_option("-f,--format", opt->format, "text, json or html (one self-contained page of charts)")
+      ->capture_default_str();
+  sub.add_option("-o,--output", opt->output, "write to this file instead of standard output");
+  sub.footer("Examples:\n  platoon report run.trace\n  platoon report run.trace --format html -o run.html\n"
+             "  platoon report unpinned.trace --vs pinned.trace --format html -o compare.html");
   return [opt](const std::vector<std::string>&) {
-    if (opt->format != "text" && opt->format != "json")
-      return usage_error("report", "--format must be text or json, not '" + opt->format + "'");
+    if (opt->format != "text" && opt->format != "json" && opt->format != "html")
+      return usage_error("report", "--format must be text, json or html, not '" + opt->format + "'");
     return run_report(*opt);
   };
 }

@@ -148,4 +148,21 @@ std::optional<OutputFile> create_unique(const std::string& stem, const std::stri
   return std::nullopt;
 }
 
+bool write_whole_file(const std::string& path, std::string_view content, std::string* error, bool* replaced) {
+  auto file = OutputFile::create(path, OutputFile::Existing::replace, error);
+  if (!file) return false;
+  for (size_t done = 0; done < content.size();) {
+    const ssize_t n = ::write(file->fd(), content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = "writing " + path + " failed: " + std::strerror(n < 0 ? errno : EIO);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (!file->close(error) || !file->publish(error)) return false;
+  if (replaced) *replaced = file->replaced();
+  return true;
+}
+
 }  // namespace platoon::outputs

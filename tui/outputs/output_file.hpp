@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace platoon::outputs {
 
@@ -72,5 +73,9 @@ class OutputFile {
 // free: for files named by platoon itself, which must never replace one another.
 std::optional<OutputFile> create_unique(const std::string& stem, const std::string& extension,
                                         std::string* error);
+
+// The whole of `content` to `path` (Existing::replace), published only once all of it is
+// written; false with a one-line error. *replaced: an earlier file was replaced.
+bool write_whole_file(const std::string& path, std::string_view content, std::string* error, bool* replaced = nullptr);
 
 }  // namespace platoon::outputs
