@@ -180,12 +180,14 @@ CONSUMERS_LIBS := -lz -lzstd -lfmt
 PLATOON_SRC := $(wildcard tui/commands/*.cpp tui/web/*.cpp tui/dashboard/views/*.cpp tui/dashboard/input/*.cpp \
                           tui/outputs/html/*.cpp)
 PLATOON_OBJ := $(PLATOON_SRC:%.cpp=$(OBJ)/%.o) $(OBJ)/gen/html_assets.o
-HTML_ASSETS := tui/outputs/html/page.html tui/outputs/html/report.css tui/outputs/html/report.js
+# The chart library alone also goes to $(CHART_LIB), for the benchmark comparison page.
+HTML_ASSETS := tui/outputs/html/page.html tui/outputs/html/report.css tui/outputs/html/charts.js tui/outputs/html/report.js
 VEGA_DIR ?= /usr/share/javascript/vega
+CHART_LIB := $(BUILD)/share/chart-lib.js
 $(GEN)/html_assets.cpp: tui/outputs/html/embed_assets.py $(HTML_ASSETS) Makefile
-	@mkdir -p $(@D)
+	@mkdir -p $(@D) $(dir $(CHART_LIB))
 	$(call msg,GEN,$@)
-	$(Q)python3 tui/outputs/html/embed_assets.py $(VEGA_DIR) /usr/share/doc/libjs-vega/copyright $@ $(HTML_ASSETS)
+	$(Q)python3 tui/outputs/html/embed_assets.py $(VEGA_DIR) /usr/share/doc/libjs-vega/copyright $@ $(CHART_LIB) $(HTML_ASSETS)
 $(OBJ)/gen/html_assets.o: $(GEN)/html_assets.cpp
 	@mkdir -p $(@D)
 	$(call msg,CXX,$<)

@@ -36,6 +36,8 @@
 #   --build DIR                 build directory with bin/ (default build)
 set -uo pipefail
 script=run-benchmark
+# What produced the run, for the reports made from it (the comparison page shows it).
+invocation="scripts/run-benchmark.sh $*"
 . "$(cd "$(dirname "$0")" && pwd)/lib/common.sh"
 
 server=platoon mode=carrier threads=2 workers= ws= pin= poller=carrier passthrough= rate=
@@ -65,6 +67,7 @@ for b in platoon-mock platoon-load; do [ -x "$bin/$b" ] || die "$bin/$b is missi
 [ -z "$record" ] || [ -x "$bin/platoon" ] || die "$bin/platoon is missing (run make)"
 out=${out:-build/bench/run-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out" || die "cannot create $out"
+echo "$invocation" > "$out/command.txt"
 
 trap stop_all EXIT
 trap 'echo "run-benchmark: interrupted" >&2; exit 130' INT TERM

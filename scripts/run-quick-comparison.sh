@@ -9,6 +9,7 @@
 #          [--only NAME[,NAME..]] [--no-max] [--output-dir DIR] [--build DIR]
 set -uo pipefail
 script=run-quick-comparison
+invocation="scripts/run-quick-comparison.sh $*"
 . "$(cd "$(dirname "$0")" && pwd)/lib/common.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 rate=5000 duration=10 warmup=3 threads=1 server_cpuset=1 side_cpuset=0 connections=100 think=1
@@ -21,6 +22,7 @@ options=(
 parse_options "$@"
 out=${out:-build/bench/comparison-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
+echo "$invocation" > "$out/command.txt"
 # N+1: the server's cpuset plus one more CPU (here the side CPU, shared with mock and load).
 plus_one="$server_cpuset,$side_cpuset"
 
@@ -85,3 +87,6 @@ for n in names:
     else:
         print(f"| {n} | {maxtps} | {maxcpu} | - | - | - | - | - | - | - | - |")
 PY
+# The same comparison as charts, from platoon-load's own histograms: comparison.html beside it.
+python3 "$here/comparison_page.py" "$out" --build "$build" ||
+  echo "run-quick-comparison: no comparison.html (see above)" >&2

@@ -8,7 +8,7 @@ namespace platoon::outputs::html {
 
 extern const std::string_view kPageHtml;    // page.html: the skeleton, with {{...}} slots
 extern const std::string_view kReportCss;   // report.css
-extern const std::string_view kReportJs;    // report.js: draws the charts from the data
+extern const std::string_view kReportJs;    // charts.js and report.js: draw the charts from the data
 extern const std::string_view kChartLib;    // Vega, from Debian's libjs-vega
 
 }  // namespace platoon::outputs::html

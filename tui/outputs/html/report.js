@@ -1,7 +1,5 @@
 // platoon's HTML report: draws the data `platoon report --format html` inlined in the page
-// (report_data.hpp says what it holds) with Vega, and gives every chart a table of the same
-// numbers. window.platoonReport lists each chart with its series and point counts and the values
-// it drew, so a browser test can hold the page against the recording.
+// (report_data.hpp says what it holds) with the helpers of charts.js.
 (function () {
   'use strict';
 
@@ -9,10 +7,6 @@
   const RECS = DATA.recordings;
   const VS = RECS.length > 1;
   const SIDE = ['A', 'B'];
-  // Okabe & Ito's palette: told apart with the common colour-vision deficiencies; dashes repeat
-  // it for a ninth series and on, and tell A from B in a comparison.
-  const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#000000', '#F0E442'];
-  const DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3]];
   // Where each finding's evidence is drawn (doctor's check ids, docs/doctor.md); others: wait.
   const FINDING_CHART = {
     carrier_waiting: 'wait', carrier_migrating: 'placement', platoon_effect: 'batches',
@@ -20,181 +14,8 @@
     irq_pressure: 'wait-causes', lost_events: 'cost', requests_waiting_in_sockets: 'requests',
   };
   const MAX_TABLE_ROWS = 1000;
-  const charts = [];
-  const rendering = [];
   const main = document.getElementById('report');
-
-  // ---- DOM helpers: text always goes in as text, never as markup (thread names are anyone's) ----
-  function el(tag, attrs, ...children) {
-    const e = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v !== undefined && v !== null) e.setAttribute(k, v);
-    }
-    for (const c of children.flat()) {
-      if (c === null || c === undefined || c === false) continue;
-      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
-    }
-    return e;
-  }
-  function fmt(v, digits) {
-    if (v === null || v === undefined || Number.isNaN(v)) return '-';
-    if (typeof v !== 'number') return String(v);
-    const d = digits === undefined ? (Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2) : digits;
-    return v.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: 0 });
-  }
-  function section(id, title, intro) {
-    const s = el('section', { id }, el('h2', {}, title));
-    if (intro) s.append(el('p', { class: 'note' }, intro));
-    main.append(s);
-    return s;
-  }
-  function absent(parent, id, title, why) {
-    parent.append(el('figure', { id: 'chart-' + id }, el('figcaption', {}, title), el('p', { class: 'absent' }, 'Not drawn: ' + why)));
-    charts.push({ id, title, absent: why, series: 0, points: 0, values: [] });
-  }
-  function table(columns, rows) {
-    const head = el('tr', {}, columns.map((c) => el('th', { scope: 'col' }, c)));
-    const body = rows.map((r) => el('tr', {}, r.map((v) => el('td', {}, typeof v === 'number' ? fmt(v) : v ?? '-'))));
-    return el('details', { class: 'table' }, el('summary', {}, 'Table (' + rows.length + ' rows)'),
-      el('div', { class: 'table-wrap' }, el('table', {}, el('thead', {}, head), el('tbody', {}, body))));
-  }
-  function chartWidth(parent) {
-    const w = (parent.clientWidth || main.clientWidth || 900) - 190;
-    return Math.max(260, Math.min(w, 900));
-  }
-
-  // ---- charts: each a Vega view, a caption, a table and an inventory entry ----
-  function draw(parent, id, title, spec, inventory, tableNode, note) {
-    const box = el('div', { class: 'chart' });
-    const fig = el('figure', { id: 'chart-' + id }, el('figcaption', {}, title), box);
-    if (note) fig.append(el('p', { class: 'note' }, note));
-    if (tableNode) fig.append(tableNode);
-    parent.append(fig);
-    const entry = Object.assign({ id, title }, inventory);
-    charts.push(entry);
-    try {
-      const view = new vega.View(vega.parse(spec), { renderer: 'svg', container: box, hover: false });
-      entry.view = view;
-      rendering.push(view.runAsync());
-    } catch (e) {
-      box.append(el('p', { class: 'error' }, 'This chart could not be drawn: ' + e.message));
-      console.error('platoon report: chart ' + id + ': ' + e.message);
-    }
-    return fig;
-  }
-  function colours(names) {
-    return {
-      color: { name: 'color', type: 'ordinal', domain: names, range: names.map((_, i) => PALETTE[i % PALETTE.length]) },
-      dash: { name: 'dash', type: 'ordinal', domain: names,
-        range: names.map((n, i) => (VS && n.startsWith('B ·') ? DASHES[1] : DASHES[Math.floor(i / PALETTE.length) % DASHES.length])) },
-    };
-  }
-  // series: [{name, points: [[x, y], ...]}]; y null: a gap.
-  function lineChart(parent, id, title, o, series) {
-    const values = [];
-    series.forEach((s, k) => s.points.forEach(([x, y]) => {
-      if (x === null || x === undefined) return;
-      if ((o.yLog && !(y > 0)) || (o.xLog && !(x > 0))) return;
-      values.push({ s: s.name, k, x, y });
-    }));
-    const names = series.map((s) => s.name);
-    const c = colours(names);
-    const xs = { name: 'x', type: o.xLog ? 'log' : 'linear', range: 'width', zero: false, nice: !o.xLog,
-      domain: o.xDomain || { data: 'points', field: 'x' } };
-    const ys = { name: 'y', type: o.yLog ? 'log' : 'linear', range: 'height', nice: true, zero: !o.yLog,
-      domain: o.yDomain || { data: 'points', field: 'y' } };
-    const xAxis = { orient: 'bottom', scale: 'x', title: o.xTitle, labelOverlap: true, grid: !!o.xLog };
-    if (o.xValues) xAxis.values = o.xValues;
-    if (o.xLabel) xAxis.encode = { labels: { update: { text: { signal: o.xLabel } } } };
-    const spec = {
-      width: chartWidth(parent), height: o.height || 220, padding: 5, autosize: 'pad',
-      data: [{ name: 'points', values }],
-      scales: [xs, ys, c.color, c.dash],
-      axes: [xAxis, { orient: 'left', scale: 'y', title: o.yTitle, grid: true, labelOverlap: true }],
-      legends: [{ stroke: 'color', strokeDash: 'dash', symbolType: 'stroke', title: o.legend || '', orient: 'right', labelLimit: 220 }],
-      marks: [{
-        type: 'group', from: { facet: { name: 'one', data: 'points', groupby: 's' } },
-        marks: [{
-          type: 'line', from: { data: 'one' }, sort: { field: 'datum.x' },
-          encode: { enter: {
-            x: { scale: 'x', field: 'x' }, y: { scale: 'y', field: 'y' },
-            stroke: { scale: 'color', field: 's' }, strokeDash: { scale: 'dash', field: 's' },
-            strokeWidth: { value: 1.8 }, defined: { signal: 'isValid(datum.y)' } } },
-        }],
-      }],
-    };
-    const xsAll = [...new Set(values.map((v) => v.x))].sort((a, b) => a - b);
-    const rows = xsAll.map((x) => [fmt(x, 3)].concat(series.map((s) => {
-      const p = s.points.find((q) => q[0] === x);
-      return p ? p[1] : null;
-    })));
-    return draw(parent, id, title, spec, { kind: 'line', series: series.length, points: values.length, values },
-      table([o.xTitle].concat(names), rows), o.note);
-  }
-  // Stacked areas: layers [{name, points: [[x, y], ...]}], drawn in order from the bottom.
-  function stackChart(parent, id, title, o, layers) {
-    const values = [];
-    layers.forEach((l, k) => l.points.forEach(([x, y]) => {
-      if (x !== null && y !== null && y !== undefined) values.push({ s: l.name, k, x, y });
-    }));
-    const names = layers.map((l) => l.name);
-    const spec = {
-      width: o.width || chartWidth(parent), height: o.height || 160, padding: 5, autosize: 'pad',
-      data: [{ name: 'points', values, transform: [{ type: 'stack', groupby: ['x'], field: 'y', sort: { field: 'k' } }] }],
-      scales: [
-        { name: 'x', type: 'linear', range: 'width', zero: false, domain: o.xDomain || { data: 'points', field: 'x' } },
-        { name: 'y', type: 'linear', range: 'height', nice: true, zero: true, domain: o.yDomain || { data: 'points', field: 'y1' } },
-        { name: 'color', type: 'ordinal', domain: names, range: names.map((_, i) => PALETTE[i % PALETTE.length]) },
-      ],
-      axes: [{ orient: 'bottom', scale: 'x', title: o.xTitle, labelOverlap: true },
-        { orient: 'left', scale: 'y', title: o.yTitle, grid: true }],
-      legends: [{ fill: 'color', title: o.legend || '', orient: 'right' }],
-      marks: [{
-        type: 'group', from: { facet: { name: 'one', data: 'points', groupby: 's' } },
-        marks: [{
-          type: 'area', from: { data: 'one' }, sort: { field: 'datum.x' },
-          encode: { enter: { x: { scale: 'x', field: 'x' }, y: { scale: 'y', field: 'y0' }, y2: { scale: 'y', field: 'y1' },
-            fill: { scale: 'color', field: 's' }, fillOpacity: { value: 0.85 }, interpolate: { value: 'step-before' } } },
-        }],
-      }],
-    };
-    const xsAll = [...new Set(values.map((v) => v.x))].sort((a, b) => a - b);
-    const rows = xsAll.map((x) => [fmt(x, 3)].concat(layers.map((l) => {
-      const p = l.points.find((q) => q[0] === x);
-      return p ? p[1] : null;
-    })));
-    return draw(parent, id, title, spec, { kind: 'stack', series: layers.length, points: values.length, values },
-      table([o.xTitle].concat(names), rows), o.note);
-  }
-  // cells: [{row, col, v}]; rows and cols: their order. groups: rows per group (for the count).
-  function heatmap(parent, id, title, o, rows, cols, cells, groups, extraNote) {
-    const vmax = Math.max(1e-9, ...cells.map((c) => c.v));
-    const colLabels = cols.map(String);
-    const spec = {
-      width: o.width || chartWidth(parent), height: Math.max(60, Math.min(22 * rows.length, 600)), padding: 5, autosize: 'pad',
-      data: [{ name: 'points', values: cells.map((c) => ({ row: c.row, col: String(c.col), v: c.v })) }],
-      scales: [
-        { name: 'x', type: 'band', domain: colLabels, range: 'width', paddingInner: 0.02 },
-        { name: 'y', type: 'band', domain: rows, range: 'height', paddingInner: 0.05 },
-        { name: 'c', type: o.logColor ? 'log' : 'linear', scheme: 'viridis', reverse: true,
-          domain: o.logColor ? [1, Math.max(2, vmax)] : o.vDomain || [0, vmax] },
-      ],
-      axes: [
-        { orient: 'bottom', scale: 'x', title: o.xTitle, labelOverlap: true, labelAngle: o.xAngle || 0,
-          values: colLabels.filter((_, i) => i % Math.max(1, Math.ceil(colLabels.length / 20)) === 0) },
-        { orient: 'left', scale: 'y', title: o.yTitle, labelLimit: 240 },
-      ],
-      legends: [{ fill: 'c', type: 'gradient', title: o.vTitle, orient: 'right' }],
-      marks: [{
-        type: 'rect', from: { data: 'points' },
-        encode: { enter: { x: { scale: 'x', field: 'col' }, width: { scale: 'x', band: 1 }, y: { scale: 'y', field: 'row' },
-          height: { scale: 'y', band: 1 }, fill: { scale: 'c', field: 'v' } } },
-      }],
-    };
-    const tableRows = cells.map((c) => [c.row, String(c.col), c.v]);
-    return draw(parent, id, title, spec, { kind: 'heatmap', series: groups, rows: rows.length, points: cells.length, values: cells },
-      table([o.yTitle, o.xTitle, o.vTitle], tableRows), [o.note, extraNote].filter(Boolean).join(' '));
-  }
+  const { el, fmt, section, absent, table, lineChart, stackChart, heatmap, spectrumChart, build } = platoonCharts(main);
 
   // ---- what the recordings hold ----
   const sideName = (i, name) => (VS ? SIDE[i] + ' · ' + name : name);
@@ -383,12 +204,6 @@
     });
   }
 
-  // The latency spectrum on HdrHistogram's axis: x = 1 / (1 - percentile), log.
-  const P_TICKS = [1, 2, 10, 100, 1000, 10000, 100000, 1000000];
-  const P_LABEL = "datum.value <= 1 ? '0%' : format(100 - 100 / datum.value, '.5~f') + '%'";
-  function spectrumPoints(spec, count) {
-    return spec.map(([p, us]) => [p >= 100 ? 2 * Math.max(count, 1) : 1 / (1 - p / 100), us]);
-  }
   function requests() {
     const s = section('requests', 'Requests: latency from the kernel',
       'Per request on the target\'s TCP connections: socket wait (data in the socket, not yet read), service (read to response) and server time (their sum), as percentile spectra. The last point of each line is the maximum.');
@@ -402,14 +217,12 @@
       if (!rec.requests) return;
       for (const row of rec.requests.server) {
         for (const [key, label] of [['socket_wait_us', 'socket wait'], ['service_us', 'service'], ['server_time_us', 'server time']])
-          series.push({ name: sideName(i, row.endpoint + ' ' + label), points: spectrumPoints(row[key], row.count), count: row.count });
+          series.push({ name: sideName(i, row.endpoint + ' ' + label), spectrum: row[key], count: row.count });
       }
       for (const row of rec.requests.client)
-        series.push({ name: sideName(i, '→ ' + row.endpoint + ' round trip'), points: spectrumPoints(row.round_trip_us, row.count), count: row.count });
+        series.push({ name: sideName(i, '→ ' + row.endpoint + ' round trip'), spectrum: row.round_trip_us, count: row.count });
     });
-    lineChart(s, 'requests', 'Request latency spectra', { xTitle: 'percentile', yTitle: 'latency (µs)', xLog: true, yLog: true,
-      xValues: P_TICKS, xLabel: P_LABEL, legend: 'requests', height: 300 }, series);
-    charts[charts.length - 1].counts = Object.fromEntries(series.map((x) => [x.name, x.count]));
+    spectrumChart(s, 'requests', 'Request latency spectra', { yTitle: 'latency (µs)', legend: 'requests' }, series);
     // Attribution: what the reading thread did while each request waited in its socket.
     const parts = Object.keys((present[0].requests.server[0] || present[0].requests.client[0]).socket_wait_by_state_pct);
     const layersRows = [];
@@ -444,18 +257,5 @@
     });
   }
 
-  const sections = [header, findings, cpuWait, waitCauses, placement, batches, requests, costBox, threadTable];
-  for (const build of sections) {
-    try {
-      build();
-    } catch (e) {
-      main.append(el('p', { class: 'error' }, 'Part of this report could not be drawn: ' + e.message));
-      console.error('platoon report: ' + (build.name || 'section') + ': ' + e.message);
-    }
-  }
-  window.platoonReport = {
-    charts,
-    ready: Promise.all(rendering).then(() => { document.body.dataset.ready = 'yes'; return charts.length; },
-      (e) => { console.error('platoon report: ' + e.message); throw e; }),
-  };
+  build([header, findings, cpuWait, waitCauses, placement, batches, requests, costBox, threadTable]);
 })();
