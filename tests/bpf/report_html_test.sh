@@ -86,6 +86,7 @@ bad = []
 if not page.get("ready"): bad.append(f"not ready: {page.get('error')}")
 if page.get("console"): bad.append(f"console: {page['console'][:3]}")
 if page.get("requests"): bad.append(f"requests: {page['requests'][:3]}")
+if page.get("broken_links"): bad.append(f"links to nothing: {page['broken_links'][:3]}")
 if "memory caps" not in page["text"]: bad.append("the reader's caps are not noted on the page")
 for c in page["charts"]:
     if not c["absent"] and c["drawn"] != c["points"]: bad.append(f"{c['id']} drew {c['drawn']} of {c['points']}")

@@ -55,6 +55,7 @@ def check_page_health(page, name):
     check(page.get("ready"), f"{name}: the page never said it was ready: {page.get('error')}")
     check(not page.get("console"), f"{name}: console messages: {page.get('console')[:3]}")
     check(not page.get("requests"), f"{name}: the page made requests: {page.get('requests')[:3]}")
+    check(not page.get("broken_links"), f"{name}: links to nothing: {page.get('broken_links')[:3]}")
     shot = page.get("screenshot")
     if check(shot, f"{name}: no screenshot"):
         check(shot["colours"] > 50 and shot["ink_pct"] > 1.0, f"{name}: the screenshot looks blank: {shot}")

@@ -5,6 +5,7 @@ chromium-driver and python3-selenium, and says what the page itself shows, as JS
   html_page.py PAGE.html [--screenshot OUT.png] [--timeout S]
 
   {"ready": true, "ready_ms": 640, "console": ["SEVERE ..."], "requests": ["https://..."],
+   "broken_links": ["chart-x"],
    "charts": [{"id": "wait", "kind": "line", "series": 3, "points": 33, "rows": null,
                "absent": null, "drawn": 33, "values": [...]}],
    "screenshot": {"width": 1200, "height": 900, "colours": 812, "ink_pct": 9.5}, "text": "..."}
@@ -56,7 +57,9 @@ const done = arguments[arguments.length - 1];
 const r = window.platoonReport;
 if (!r) { done({ready: false, error: 'window.platoonReport is not set'}); return; }
 r.ready.then(() => {
-  done({ready: true, ready_ms: performance.now(), text: document.body.innerText,
+  const broken = [...document.querySelectorAll('a[href^="#"]')].map((a) => a.getAttribute('href').slice(1))
+    .filter((id) => !document.getElementById(id));
+  done({ready: true, ready_ms: performance.now(), text: document.body.innerText, broken_links: broken,
         charts: r.charts.map((c) => ({id: c.id, kind: c.kind || null, series: c.series, points: c.points,
           rows: c.rows === undefined ? null : c.rows, absent: c.absent || null,
           drawn: c.view ? c.view.data('points').length : null, values: c.values, counts: c.counts || null}))});

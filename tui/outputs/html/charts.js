@@ -48,7 +48,7 @@ function platoonCharts(main) {
       el('div', { class: 'table-wrap' }, el('table', {}, el('thead', {}, head), el('tbody', {}, body))));
   }
   function chartWidth(parent) {
-    const w = (parent.clientWidth || main.clientWidth || 900) - 190;
+    const w = (parent.clientWidth || main.clientWidth || 900) - 300;  // room for the axis and a legend
     return Math.max(260, Math.min(w, 900));
   }
 
@@ -106,7 +106,7 @@ function platoonCharts(main) {
       data: [{ name: 'points', values }],
       scales: [xs, ys, c.color, c.dash],
       axes: [xAxis, { orient: 'left', scale: 'y', title: o.yTitle, grid: true, labelOverlap: true }],
-      legends: [{ stroke: 'color', strokeDash: 'dash', symbolType: 'stroke', title: o.legend || '', orient: 'right', labelLimit: 220 }],
+      legends: [{ stroke: 'color', strokeDash: 'dash', symbolType: 'stroke', title: o.legend || '', orient: 'right', labelLimit: 240 }],
       marks: [{
         type: 'group', from: { facet: { name: 'one', data: 'points', groupby: 's' } },
         marks: [{

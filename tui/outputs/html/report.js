@@ -7,10 +7,11 @@
   const RECS = DATA.recordings;
   const VS = RECS.length > 1;
   const SIDE = ['A', 'B'];
-  // Where each finding's evidence is drawn (doctor's check ids, docs/doctor.md); others: wait.
-  const FINDING_CHART = {
-    carrier_waiting: 'wait', carrier_migrating: 'placement', platoon_effect: 'batches',
-    poller_competing: 'wait', oversubscribed: 'cpu', cpu_throttled: 'wait-causes', vm_steal: 'wait-causes',
+  // Where each finding's evidence is drawn: the element a finding links to, by doctor's check
+  // id (docs/doctor.md); a finding not listed links to the %wait chart.
+  const FINDING_EVIDENCE = {
+    carrier_waiting: 'chart-wait', carrier_migrating: 'placement', platoon_effect: 'batches',
+    poller_competing: 'chart-wait', oversubscribed: 'chart-cpu', cpu_throttled: 'wait-causes', vm_steal: 'wait-causes',
     irq_pressure: 'wait-causes', lost_events: 'cost', requests_waiting_in_sockets: 'requests',
   };
   const MAX_TABLE_ROWS = 1000;
@@ -36,6 +37,10 @@
       row('source', r.source + (r.attach_mode ? ', attached by ' + r.attach_mode : '') + (r.target ? ' (' + r.target + ')' : ''));
       row('duration', fmt(r.duration_s, 2) + ' s, ' + rec.series.intervals + ' intervals' +
         (rec.series.per_point > 1 ? ', drawn ' + rec.series.per_point + ' to a point' : ''));
+      const lost = (r.losses && r.losses.lost_events) || r.lost_events || 0;
+      row('platoon itself', el('span', {}, (r.observer_cost ? r.observer_cost.text : 'observer cost: unknown') + '; ' +
+        fmt(lost, 0) + ' events lost' + ((rec.reader_notes || []).length ? '; the reader\'s caps cut part of the file' : '') + ' (',
+        el('a', { href: '#cost' }, 'details'), ')'));
       row('threads', rec.threads_total + (rec.threads_total > rec.charted.length ? ' (the ' + rec.charted.length +
         ' charted: carriers and pollers first, then the busiest; all are in the tables)' : ''));
       main.append(dl);
@@ -81,7 +86,7 @@
       if (VS) s.append(el('h3', {}, SIDE[i] + ': ' + f.length + ' finding' + (f.length === 1 ? '' : 's')));
       if (!f.length) s.append(el('p', {}, 'No findings: nothing doctor checks for was wrong.'));
       for (const x of f) {
-        const target = FINDING_CHART[x.id] || 'wait';
+        const target = FINDING_EVIDENCE[x.id] || 'chart-wait';
         const ev = Object.entries(x.evidence || {}).filter(([, v]) => typeof v !== 'object' || v === null)
           .map(([k, v]) => k + ' ' + fmt(v)).join(', ');
         s.append(el('div', { class: 'finding ' + x.severity, 'data-finding': x.id },
@@ -89,7 +94,7 @@
           (x.threads || []).length ? el('p', { class: 'note' }, 'threads: ' + x.threads.join(', ')) : null,
           ev ? el('p', { class: 'evidence' }, ev) : null,
           x.remedy ? el('p', {}, 'Remedy: ' + x.remedy) : null,
-          el('p', {}, el('a', { href: '#chart-' + target }, 'see the evidence')) ));
+          el('p', {}, el('a', { href: '#' + target }, 'see the evidence')) ));
       }
       for (const n of rec.doctor.not_evaluated || [])
         s.append(el('p', { class: 'note' }, 'not evaluated: ' + n.id + ': ' + n.reason));
