@@ -37,7 +37,7 @@ trap 'stop_pids 3 "${pids[@]}"' EXIT
 
 # open PAGE NAME: one opening in Chromium with no network; its ready_ms on stdout.
 open_page() {
-  timeout -k 5 120 unshare -n "$py" "$root/tests/tools/html_page.py" "$1" > "$out/$2.json" 2> "$out/$2.err" ||
+  timeout -k 5 120 unshare -n -p -f -m --mount-proc --kill-child "$py" "$root/tests/tools/html_page.py" "$1" > "$out/$2.json" 2> "$out/$2.err" ||
     die "Chromium did not open $1 (see $out/$2.err)"
   "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["ready"] and not d["console"], d.get("console"); print(round(d["ready_ms"]))' "$out/$2.json"
 }

@@ -89,11 +89,14 @@ def main():
     if not runs:
         die(f"{a.dir} holds no NAME-rate or NAME-max run")
     configs = sorted(runs.values(), key=lambda c: (c["first"], c["name"]))
+    # The fixed rate the runs were asked for: their command lines say it (--rate N).
     rate = a.rate
-    if rate is None:
-        rates = [c["rate_run"]["rate"] for c in configs if c.get("rate_run") and c["rate_run"].get("rate")]
-        cmd = read_text(os.path.join(a.dir, "command.txt")) or ""
-        rate = cmd.split("--rate ")[1].split()[0] if "--rate " in cmd else (f"{max(rates):.0f}" if rates else "?")
+    for c in configs:
+        cmd = (c.get("rate_run") or {}).get("command") or ""
+        m = re.search(r"--rate (\d+)", cmd)
+        if rate is None and m:
+            rate = m.group(1)
+    rate = rate or "?"
     data = {
         "title": "platoon benchmark comparison: " + os.path.basename(os.path.abspath(a.dir)),
         "dir": a.dir, "rate": rate,

@@ -75,9 +75,9 @@ done
 expect_note a-huge-then-empty "memory caps.* dropped $((131072 - 32768)) threads, $((131072 - 32768)) pairs:" "${consumers[@]}"
 # (b) has more threads coming and going than report and doctor keep, more snapshots than replay
 # and chrome hold; csv and perfetto stream it and keep every snapshot.
-expect_note b-short-lived "came and went" report report-json doctor
+expect_note b-short-lived "came and went" report report-json report-html doctor
 expect_note b-short-lived "memory caps.*snapshots" top-replay chrome
-expect_no_note b-short-lived "memory caps" report report-json doctor csv perfetto
+expect_no_note b-short-lived "memory caps" report report-json report-html doctor csv perfetto
 # (c) inflates to per-CPU counters past the caps: every consumer reads them.
 expect_note c-per-cpu-bomb "memory caps.*per-CPU" "${consumers[@]}"
 

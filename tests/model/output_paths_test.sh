@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Output paths as root, from the outside: record -o and export -o refuse a
+# Output paths as root, from the outside: record -o, export -o and report -o refuse a
 # device node, a fifo, a socket, a directory and a symlink with one line and a non-zero exit and
 # leave them exactly as they were; what they write is a new 0600 file; an earlier file is
 # replaced only with a note; a failed export leaves the earlier file whole.
@@ -42,7 +42,14 @@ for fmt in csv chrome perfetto; do
     refused "refusing to write there" "$t" "$platoon" export t.trace --format "$fmt" -o "$t"
   done
 done
-[ "$(cat victim)" = precious ] || fail "export wrote through the symlink"
+for fmt in json html; do
+  for t in null fifo sock dir link; do
+    refused "refusing to write there" "$t" "$platoon" report t.trace --format "$fmt" -o "$t"
+  done
+done
+[ "$(cat victim)" = precious ] || fail "export or report wrote through the symlink"
+( umask 000; "$platoon" report t.trace --format html -o new.html ) || fail "report --format html"
+[ "$(stat -c %a new.html)" = 600 ] || fail "report wrote mode $(stat -c %a new.html)"
 [ "$(stat -c %a null)" = 666 ] || fail "the device node lost its mode"
 
 # New files are 0600 whatever the umask; replacing says so; nothing temporary stays behind.

@@ -18,7 +18,7 @@ out=$tmp/cmp
 timeout -k 5 120 scripts/run-quick-comparison.sh --only baseline,pinned --duration 1 --warmup 1 --rate 1000 \
   --connections 20 --output-dir "$out" --build "$BUILD" > "$tmp/cmp.log" 2>&1 || { tail -20 "$tmp/cmp.log"; fail "run-quick-comparison"; }
 [ -f "$out/comparison.html" ] || { tail -20 "$tmp/cmp.log"; fail "no comparison.html"; }
-timeout -k 5 90 unshare -n "$py" tests/tools/html_page.py "$out/comparison.html" --screenshot "$tmp/page.png" > "$tmp/page.json" 2> "$tmp/page.err" ||
+timeout -k 5 90 unshare -n -p -f -m --mount-proc --kill-child "$py" tests/tools/html_page.py "$out/comparison.html" --screenshot "$tmp/page.png" > "$tmp/page.json" 2> "$tmp/page.err" ||
   { tail -5 "$tmp/page.err"; fail "the browser did not open comparison.html"; }
 
 "$py" - "$tmp/page.json" "$out" <<'PY' || fail "comparison.html"
@@ -38,27 +38,39 @@ configs = ["baseline", "pinned"]
 runs = {n: {k: json.load(open(os.path.join(out, f"{n}-{k}", f)))
             for k, f in (("rate", "summary.json"), ("max", "summary.json"))} for n in configs}
 loads = {n: json.load(open(os.path.join(out, f"{n}-rate", "load-results.json"))) for n in configs}
-# The spectrum: each configuration's line is platoon-load's histogram, point by point.
-sp = charts.get("spectrum")
-if check(sp and not sp["absent"], "no spectrum chart"):
-    check(sp["series"] == 2 and sp["drawn"] == sp["points"], f"spectrum: {sp['series']} series, drew {sp['drawn']} of {sp['points']}")
+# The spectra, as drawn: each point's position read back through the chart's scales is
+# platoon-load's histogram, the percentile on HdrHistogram's axis (1 / (1 - p); the 100th at
+# twice the request count) and the latency in ms.
+for cid, key in (("spectrum", "latency_spectrum_us"), ("spectrum-uncorrected", "uncorrected_latency_spectrum_us")):
+    sp = charts.get(cid)
+    if not check(sp and not sp["absent"], f"no {cid} chart"): continue
+    check(sp["series"] == 2 and sp["drawn"] == sp["points"], f"{cid}: {sp['series']} series, drew {sp['drawn']} of {sp['points']}")
     for n in configs:
-        want = [v / 1000 for p, v in loads[n]["latency_spectrum_us"]]
-        got = [v["y"] for v in sp["values"] if v["s"] == n]
-        check(len(got) == len(want), f"spectrum of {n}: {len(got)} points, load-results.json has {len(want)}")
-        diff = [(i, g, w) for i, (g, w) in enumerate(zip(got, want)) if abs(g - w) > 1e-6 * max(1, w)]
-        check(not diff, f"spectrum of {n}: {len(diff)} points differ from load-results.json, the first (index, chart, load) {diff[:1]}")
-        check(sp["counts"][n] == loads[n]["requests"], f"spectrum of {n}: count {sp['counts'][n]}, load sent {loads[n]['requests']}")
-        print(f"{n}: spectrum {len(got)} points equal platoon-load's histogram ({loads[n]['requests']} requests)")
-for cid, kind, key in (("cpu-per-request", "rate", "cpu_us_per_request"), ("ctx-per-request", "rate", "context_switches_per_request"),
-                       ("max-tps", "max", "rate")):
+        want = [(2.0 * loads[n]["requests"] if p >= 100 else 1 / (1 - p / 100), v / 1000) for p, v in loads[n][key]]
+        got = sorted((v["x"], v["y"]) for v in sp["drawn_lines"] if v["s"] == n)
+        check(len(got) == len(want) and len(want) > 10, f"{cid} of {n}: {len(got)} points drawn, load-results.json has {len(want)}")
+        diff = [(i, g, w) for i, (g, w) in enumerate(zip(got, want))
+                if abs(g[0] - w[0]) > 1e-6 * w[0] or abs(g[1] - w[1]) > 1e-6 * max(1, w[1])]
+        check(not diff, f"{cid} of {n}: {len(diff)} points drawn elsewhere than load-results.json says, the first (index, drawn, load) {diff[:1]}")
+        check(sp["counts"][n] == loads[n]["requests"], f"{cid} of {n}: count {sp['counts'][n]}, load sent {loads[n]['requests']}")
+        print(f"{cid} of {n}: {len(got)} points drawn where platoon-load's histogram puts them ({loads[n]['requests']} requests)")
+max_wait = lambda summary: max(t["wait_pct"] for t in summary["threads"])
+for cid, kind, value in (("cpu-per-request", "rate", lambda r: r["cpu_us_per_request"]),
+                         ("ctx-per-request", "rate", lambda r: r["context_switches_per_request"]),
+                         ("carrier-wait", "rate", max_wait),
+                         ("max-tps", "max", lambda r: r["rate"]), ("max-cpus", "max", lambda r: r["cpus_utilized"])):
     c = charts.get(cid)
-    if not check(c and not c["absent"], f"no {cid} chart"): continue
+    if not check(c and not c["absent"] and c["drawn"] == 2, f"no {cid} chart with two bars drawn: {c and c['drawn']}"): continue
     for n in configs:
         got = [v["y"] for v in c["values"] if v["s"] == n]
-        want = runs[n][kind][key]
+        want = value(runs[n][kind])
         check(got == [want], f"{cid} of {n}: chart {got}, {n}-{kind}/summary.json {want}")
-    print(f"{cid}: " + ", ".join(f"{n} {runs[n][kind][key]}" for n in configs) + " as summary.json says")
+    print(f"{cid}: " + ", ".join(f"{n} {value(runs[n][kind])}" for n in configs) + " as summary.json says")
+# Each run's command, as run-benchmark.sh wrote it, is on the page.
+for n in configs:
+    for kind in ("rate", "max"):
+        cmd = open(os.path.join(out, f"{n}-{kind}", "command.txt")).read().strip()
+        check(cmd.startswith("scripts/run-benchmark.sh ") and cmd in page["text"], f"{n}-{kind}: its command is not on the page: {cmd}")
 check(page["text"].count("run-quick-comparison.sh --only baseline,pinned") == 1, "the comparison's command is not on the page")
 for b in bad: print("FAIL: " + b)
 sys.exit(1 if bad else 0)

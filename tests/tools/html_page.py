@@ -8,12 +8,16 @@ chromium-driver and python3-selenium, and says what the page itself shows, as JS
    "broken_links": ["chart-x"],
    "charts": [{"id": "wait", "kind": "line", "series": 3, "points": 33, "rows": null,
                "absent": null, "drawn": 33, "values": [...]}],
-   "screenshot": {"width": 1200, "height": 900, "colours": 812, "ink_pct": 9.5}, "text": "..."}
+   "screenshot": {"width": 1200, "height": 900, "colours": 812, "ink_pct": 9.5},
+   "text": "the text of the page's <main>, closed tables included"}
 
-`drawn` counts the marks' data in the Vega view (view.data('points')), so a chart whose data
-never reached its view is seen. `requests` lists every request the page made other than the
-file itself (from Chromium's performance log). Run it inside `unshare -n` to cut the network: it
-brings the namespace's loopback up (chromedriver listens on it) and nothing else.
+`drawn` counts the items the Vega view drew (its scenegraph's data marks with finite
+coordinates) and `drawn_lines` gives, for line charts, the value each drawn point's position
+stands for (the scales inverted): a chart that drew the wrong thing, or nothing, is seen. `requests` lists every request the page made other than the
+file itself (from Chromium's performance log). Run it inside `unshare -n` to cut the network (it
+refuses to run with any interface but lo, unless HTML_PAGE_ALLOW_NETWORK=1): it brings the
+namespace's loopback up (chromedriver listens on it) and nothing else. With `-p -f -m
+--mount-proc --kill-child` too, a timeout takes the whole browser down with it.
 
 Selenium rather than puppeteer-core: both are driven through the same protocol, but selenium and
 the driver come from Debian (matched to Debian's chromium by the package), so no npm download is
@@ -23,6 +27,7 @@ import argparse
 import fcntl
 import json
 import os
+import pathlib
 import socket
 import struct
 import sys
@@ -56,15 +61,47 @@ INVENTORY = """
 const done = arguments[arguments.length - 1];
 const r = window.platoonReport;
 if (!r) { done({ready: false, error: 'window.platoonReport is not set'}); return; }
+// What each view drew, from its scenegraph: the items of its data marks (role 'mark', not axes
+// or legends) with finite coordinates, and for lines the value each item's position stands for.
+function drawn(view) {
+  const scale = (n) => { try { return view.scale(n); } catch (e) { return null; } };
+  const xs = scale('x'), ys = scale('y');
+  let count = 0;
+  const lines = [];
+  (function walk(node) {
+    if (!node || !node.items) return;
+    const data = node.role === 'mark' && ['line', 'area', 'rect'].includes(node.marktype);
+    for (const it of node.items) {
+      // A datum with a null y is a gap in a line, not a point.
+      if (data && Number.isFinite(it.x) && Number.isFinite(it.y) && !(it.datum && it.datum.y === null)) {
+        count += 1;
+        if (node.marktype === 'line' && xs && ys && xs.invert && it.datum)
+          lines.push({s: it.datum.s, x: xs.invert(it.x), y: ys.invert(it.y)});
+      }
+      if (it.items) for (const child of it.items) walk(child);
+    }
+  })(view.scenegraph().root);
+  return {count, lines};
+}
 r.ready.then(() => {
   const broken = [...document.querySelectorAll('a[href^="#"]')].map((a) => a.getAttribute('href').slice(1))
     .filter((id) => !document.getElementById(id));
-  done({ready: true, ready_ms: performance.now(), text: document.body.innerText, broken_links: broken,
-        charts: r.charts.map((c) => ({id: c.id, kind: c.kind || null, series: c.series, points: c.points,
-          rows: c.rows === undefined ? null : c.rows, absent: c.absent || null,
-          drawn: c.view ? c.view.data('points').length : null, values: c.values, counts: c.counts || null}))});
+  done({ready: true, ready_ms: performance.now(), text: document.querySelector('main').textContent, broken_links: broken,
+        charts: r.charts.map((c) => {
+          const d = c.view ? drawn(c.view) : {count: null, lines: null};
+          return {id: c.id, kind: c.kind || null, series: c.series, points: c.points,
+                  rows: c.rows === undefined ? null : c.rows, absent: c.absent || null,
+                  drawn: d.count, drawn_lines: d.lines, values: c.values, counts: c.counts || null};
+        })});
 }, (e) => done({ready: false, error: String(e)}));
 """
+
+
+def only_loopback():
+    # In `unshare -n` the namespace has lo and nothing else: the network really is cut.
+    names = [n for _, n in socket.if_nameindex()]
+    if names != ["lo"]:
+        sys.exit(f"html_page: the network is not cut: interfaces {names}")
 
 
 def main():
@@ -73,6 +110,8 @@ def main():
     ap.add_argument("--screenshot")
     ap.add_argument("--timeout", type=float, default=30)
     a = ap.parse_args()
+    if os.environ.get("HTML_PAGE_ALLOW_NETWORK") != "1":
+        only_loopback()
     try:
         loopback_up()
     except OSError as e:
@@ -92,20 +131,9 @@ def main():
     try:
         driver.set_page_load_timeout(a.timeout)
         driver.set_script_timeout(a.timeout)
-        url = "file://" + os.path.abspath(a.page)
+        url = pathlib.Path(os.path.abspath(a.page)).as_uri()
         driver.get(url)
         out = driver.execute_async_script(INVENTORY)
-        out["console"] = [f"{e['level']} {e['message']}" for e in driver.get_log("browser")
-                          if e["level"] in ("SEVERE", "WARNING")]
-        requests = []
-        for e in driver.get_log("performance"):
-            m = json.loads(e["message"])["message"]
-            if m.get("method") == "Network.requestWillBeSent":
-                u = m["params"]["request"]["url"]
-                # Chromium's own pages (the new tab it opens with) are not the report's.
-                if u != url and not u.startswith(("data:", "chrome:", "chrome-untrusted:", "devtools:")):
-                    requests.append(u)
-        out["requests"] = requests
         if a.screenshot:
             # The whole page: the window made as tall as the document.
             height = driver.execute_script("return document.documentElement.scrollHeight")
@@ -115,6 +143,18 @@ def main():
             with open(a.screenshot, "wb") as f:
                 f.write(png)
             out["screenshot"] = screenshot_stats(png)
+        # Read last: whatever the screenshot's resize set off is in them too.
+        requests = []
+        for e in driver.get_log("performance"):
+            m = json.loads(e["message"])["message"]
+            if m.get("method") == "Network.requestWillBeSent":
+                u = m["params"]["request"]["url"]
+                # Chromium's own pages (the new tab it opens with) are not the report's.
+                if u != url and not u.startswith(("data:", "chrome:", "chrome-untrusted:", "devtools:")):
+                    requests.append(u)
+        out["requests"] = requests
+        out["console"] = [f"{e['level']} {e['message']}" for e in driver.get_log("browser")
+                          if e["level"] in ("SEVERE", "WARNING")]
     finally:
         driver.quit()
     json.dump(out, sys.stdout)

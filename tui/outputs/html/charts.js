@@ -118,7 +118,9 @@ function platoonCharts(main) {
         }],
       }],
     };
-    return draw(parent, id, title, spec, { kind: 'line', series: series.length, points: values.length, values },
+    // A null y is a gap: in the data (so that the line breaks there), not a point.
+    const points = values.filter((v) => v.y !== null && v.y !== undefined).length;
+    return draw(parent, id, title, spec, { kind: 'line', series: series.length, points, values },
       seriesTable(o.xTitle, series), o.note);
   }
   // Stacked areas: layers [{name, points: [[x, y], ...]}], drawn in order from the bottom.
@@ -151,22 +153,26 @@ function platoonCharts(main) {
     return draw(parent, id, title, spec, { kind: 'stack', series: layers.length, points: values.length, values },
       seriesTable(o.xTitle, layers), o.note);
   }
-  // cells: [{row, col, v}]; rows and cols: their order. groups: rows per group (for the count).
+  // cells: [{row, col, v}], col an index into cols (the column labels, which need not be
+  // unique: two intervals may print the same time); rows: their order. groups: rows per group
+  // (for the count).
   function heatmap(parent, id, title, o, rows, cols, cells, groups, extraNote) {
     const vmax = Math.max(1e-9, ...cells.map((c) => c.v));
-    const colLabels = cols.map(String);
+    const colKeys = cols.map((_, i) => String(i));
     const spec = {
       width: o.width || chartWidth(parent), height: Math.max(60, Math.min(22 * rows.length, 600)), padding: 5, autosize: 'pad',
+      signals: [{ name: 'colLabels', value: cols.map(String) }],
       data: [{ name: 'points', values: cells.map((c) => ({ row: c.row, col: String(c.col), v: c.v })) }],
       scales: [
-        { name: 'x', type: 'band', domain: colLabels, range: 'width', paddingInner: 0.02 },
+        { name: 'x', type: 'band', domain: colKeys, range: 'width', paddingInner: 0.02 },
         { name: 'y', type: 'band', domain: rows, range: 'height', paddingInner: 0.05 },
         { name: 'c', type: o.logColor ? 'log' : 'linear', scheme: 'viridis', reverse: true,
           domain: o.logColor ? [1, Math.max(2, vmax)] : o.vDomain || [0, vmax] },
       ],
       axes: [
         { orient: 'bottom', scale: 'x', title: o.xTitle, labelOverlap: true, labelAngle: o.xAngle || 0,
-          values: colLabels.filter((_, i) => i % Math.max(1, Math.ceil(colLabels.length / 20)) === 0) },
+          values: colKeys.filter((_, i) => i % Math.max(1, Math.ceil(colKeys.length / 20)) === 0),
+          encode: { labels: { update: { text: { signal: 'colLabels[+datum.value]' } } } } },
         { orient: 'left', scale: 'y', title: o.yTitle, labelLimit: 240 },
       ],
       legends: [{ fill: 'c', type: 'gradient', title: o.vTitle, orient: 'right' }],
@@ -176,7 +182,7 @@ function platoonCharts(main) {
           height: { scale: 'y', band: 1 }, fill: { scale: 'c', field: 'v' } } },
       }],
     };
-    const tableRows = cells.map((c) => [c.row, String(c.col), c.v]);
+    const tableRows = cells.map((c) => [c.row, String(cols[c.col]), c.v]);
     return draw(parent, id, title, spec, { kind: 'heatmap', series: groups, rows: rows.length, points: cells.length, values: cells },
       table([o.yTitle, o.xTitle, o.vTitle], tableRows), [o.note, extraNote].filter(Boolean).join(' '));
   }

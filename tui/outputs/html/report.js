@@ -157,7 +157,7 @@
           const row = t.label + ' · cpu ' + cpu;
           rows.push(row);
           any = true;
-          vals.forEach((v, j) => { if (v !== null) cells.push({ row, col: fmt(rec.series.t[j], 2), v }); });
+          vals.forEach((v, j) => { if (v !== null) cells.push({ row, col: j, v, tid: t.tid, cpu }); });
         });
         if (any) groups += 1;
         if (th.cpus_run_on > th.placement_pct.length) capped.push(t.label + ' ran on ' + th.cpus_run_on + ' CPUs');
@@ -198,7 +198,7 @@
           if (!g) continue;
           const rows = b.batch_bin_low.map((_, k) => batchLabel(k)).reverse();
           const cols = b.wait_bin_low_us.map((_, w) => waitLabel(w));
-          const cells = g.cells.map(([w, k, n]) => ({ row: batchLabel(k), col: waitLabel(w), v: n }));
+          const cells = g.cells.map(([w, k, n]) => ({ row: batchLabel(k), col: w, v: n }));
           heatmap(s, 'batches-' + (VS ? SIDE[i] + '-' : '') + bt.tid + '-' + kind,
             sideName(i, t.label) + (kind === 'epoll' ? ': ready events per epoll return' : ': fibers queued per drain') +
             ' (' + fmt(g.samples, 0) + ')',
@@ -236,7 +236,7 @@
       for (const row of rec.requests.server.concat(rec.requests.client)) layersRows.push({ name: sideName(i, row.endpoint), row });
     });
     const cells = [];
-    layersRows.forEach(({ name, row }) => parts.forEach((p) => cells.push({ row: name, col: p, v: row.socket_wait_by_state_pct[p] })));
+    layersRows.forEach(({ name, row }) => parts.forEach((p, k) => cells.push({ row: name, col: k, v: row.socket_wait_by_state_pct[p] })));
     heatmap(s, 'requests-states', 'Socket wait by what the reader was doing (% of the socket wait)',
       { xTitle: 'the reading thread was', yTitle: 'requests', vTitle: '% of socket wait', vDomain: [0, 100],
         note: 'runnable: waiting for a CPU (the scheduling share); throttled: its cgroup\'s quota; running: busy with other work; blocked: asleep until woken; unattributed: another thread read it.' },
