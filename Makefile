@@ -173,7 +173,9 @@ $(eval $(call archive,CONSUMERS,$(wildcard tui/trace/*.cpp tui/analysis/*.cpp tu
 CONSUMERS_LIBS := -lz -lzstd -lfmt
 
 # The program's own parts: the commands, the dashboard's drawing and keys, and the exporter's
-# HTTP listener (libevent, linked here only).
+# HTTP listener (libevent with OpenSSL, yaml-cpp for its web configuration, libcrypt for bcrypt;
+# linked here only).
+WEB_LIBS := -levent_openssl -levent -lssl -lcrypto -lyaml-cpp -lcrypt
 # The HTML report (tui/outputs/html/) is linked here too: its page, script and chart library
 # are inlined into the program at build time (Vega from Debian's libjs-vega), so a report opens
 # on a machine without them.
@@ -198,7 +200,7 @@ PLATOON_LIBS := $(CONSUMERS_LIB) $(COLLECTORS_LIB) $(SNAPSHOT_LIB)
 $(BIN)/platoon: $(PLATOON_OBJ) $(PLATOON_LIBS)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
-	$(Q)$(CXX) $(LDFLAGS) -o $@ $(PLATOON_OBJ) $(PLATOON_LIBS) $(COLLECTOR_LIBS) $(CONSUMERS_LIBS) -lncursesw -levent
+	$(Q)$(CXX) $(LDFLAGS) -o $@ $(PLATOON_OBJ) $(PLATOON_LIBS) $(COLLECTOR_LIBS) $(CONSUMERS_LIBS) -lncursesw $(WEB_LIBS)
 
 # ---- tests/ ----
 $(eval $(call gtest,runtime,tests/runtime/*_test.cpp,$(RUNTIME_LIB),,$(RUNTIME_LIBS)))
@@ -220,6 +222,13 @@ $(FUZZ_DIR)/%: tests/fuzz/%.cpp $(FUZZ_INPUTS) $(wildcard bpf/snapshot/*.hpp tui
 	@mkdir -p $(@D)
 	$(call msg,FUZZ,$@)
 	$(Q)clang++ $(FUZZ_CXXFLAGS) -o $@ $< $(FUZZ_INPUTS) $(CONSUMERS_LIBS)
+
+# The HTTP request fuzzer drives the exporter's listener (tui/web/) and its libraries too.
+WEB_SRC := $(wildcard tui/web/*.cpp)
+$(FUZZ_DIR)/http_request_fuzz: tests/fuzz/http_request_fuzz.cpp $(WEB_SRC) $(wildcard tui/web/*.hpp) Makefile
+	@mkdir -p $(@D)
+	$(call msg,FUZZ,$@)
+	$(Q)clang++ $(FUZZ_CXXFLAGS) -o $@ $< $(WEB_SRC) $(WEB_LIBS)
 
 # ---- compile ----
 $(OBJ)/%.o: %.cpp Makefile

@@ -15,6 +15,8 @@ PKGS=(
   libzstd-dev zstd
   # runtime
   libboost-context-dev libevent-dev systemtap-sdt-dev
+  # the exporter's web configuration: TLS (OpenSSL through libevent), bcrypt (libcrypt), YAML
+  libssl-dev libcrypt-dev libyaml-cpp-dev
   # the HTML report's charts: Vega, inlined into platoon at build time (tui/outputs/html/)
   libjs-vega
   # server: HTTP parser (llhttp C sources), JSON
@@ -29,6 +31,8 @@ PKGS=(
   # the HTML report opened in a real browser: headless Chromium driven over the DevTools
   # protocol (tests/tools/html_page.py), its screenshots read with PIL
   chromium chromium-driver python3-selenium python3-pil
+  # the exporter's TLS test: certificates (openssl) and bcrypt hashes (htpasswd)
+  openssl apache2-utils
   # promtool checks the exporter's exposition and the alerting rules (the prometheus package ships it)
   prometheus
   # peers measured beside platoon-server; the JDK and Go are also the JVM and the Go program

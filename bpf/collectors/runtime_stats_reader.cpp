@@ -211,6 +211,7 @@ std::unique_ptr<RuntimeStatsReader> RuntimeStatsReader::open(pid_t pid, std::str
   if (!addr) return *why = where, nullptr;
   std::unique_ptr<RuntimeStatsReader> r(new RuntimeStatsReader(pid, *addr));
   r->where_ = where;
+  r->mem_fd_ = ::open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
   uint64_t slots_addr = 0;
   uint32_t used = 0;
   if (!r->read_header(&slots_addr, &used, why)) return nullptr;
@@ -224,9 +225,34 @@ std::unique_ptr<RuntimeStatsReader> RuntimeStatsReader::open(pid_t pid, std::str
   return r;
 }
 
+RuntimeStatsReader::~RuntimeStatsReader() {
+  if (mem_fd_ >= 0) close(mem_fd_);
+}
+
+// process_vm_readv, or the held /proc/PID/mem when the call is no longer allowed.
+bool RuntimeStatsReader::read_mem(uint64_t addr, void* out, size_t len) const {
+  if (read_remote(pid_, addr, out, len)) return true;
+  if (errno != EPERM || mem_fd_ < 0) return false;
+  return pread(mem_fd_, out, len, static_cast<off_t>(addr)) == static_cast<ssize_t>(len);
+}
+
+// One slot through the held /proc/PID/mem: seq, the slot, seq again, in that order.
+std::optional<RuntimeStatsReader::Slot> RuntimeStatsReader::read_slot_mem(uint64_t at) const {
+  platoon_runtime_stats_slot s{};
+  uint32_t before = 0, after = 0;
+  const auto off = static_cast<off_t>(at);
+  if (pread(mem_fd_, &before, sizeof before, off) != sizeof before || pread(mem_fd_, &s, sizeof s, off) != sizeof s ||
+      pread(mem_fd_, &after, sizeof after, off) != sizeof after || before != after || (before & 1) || s.seq != before)
+    return std::nullopt;
+  Slot r;
+  r.tid = s.tid;
+  copy_counts(s, r.counts);
+  return r;
+}
+
 bool RuntimeStatsReader::read_header(uint64_t* slots_addr, uint32_t* used, std::string* why) {
   platoon_runtime_stats_header h{};
-  if (!read_remote(pid_, addr_, &h, sizeof h))
+  if (!read_mem(addr_, &h, sizeof h))
     return *why = "cannot read the runtime stats table: " + std::string(std::strerror(errno)), false;
   if (h.magic != PLATOON_RUNTIME_STATS_MAGIC || h.version != PLATOON_RUNTIME_STATS_VERSION ||
       h.slot_bytes != sizeof(platoon_runtime_stats_slot) || h.depth_slots != PLATOON_DRAIN_DEPTH_SLOTS ||
@@ -272,7 +298,15 @@ std::vector<std::optional<RuntimeStatsReader::Slot>> RuntimeStatsReader::read_sl
       std::vector<uint32_t> seq_before(n);
       for (size_t k = 0; k < n; ++k) local[3 * k].iov_base = &seq_before[k];
       const ssize_t want = static_cast<ssize_t>(n * (kSize + 2 * sizeof(uint32_t)));
-      if (process_vm_readv(pid_, local.data(), local.size(), remote.data(), remote.size(), 0) != want) return out;
+      if (process_vm_readv(pid_, local.data(), local.size(), remote.data(), remote.size(), 0) != want) {
+        if (errno != EPERM || mem_fd_ < 0) return out;
+        for (size_t k = 0; k < n; ++k) {  // not allowed any more: the held descriptor, a slot at a time
+          const std::optional<Slot> r = read_slot_mem(slots_addr + uint64_t{todo[b + k]} * kSize);
+          if (!r) again.push_back(todo[b + k]);
+          else if (r->tid > 0) out[todo[b + k]] = r;
+        }
+        continue;
+      }
       for (size_t k = 0; k < n; ++k) {
         const platoon_runtime_stats_slot& s = buf[k];
         if (seq_before[k] != seq_after[k] || (seq_before[k] & 1) || s.seq != seq_before[k]) {

@@ -44,6 +44,9 @@ class RuntimeStatsReader {
  public:
   // nullptr with why when the process has no table, or one of another version.
   static std::unique_ptr<RuntimeStatsReader> open(pid_t pid, std::string* why);
+  ~RuntimeStatsReader();
+  RuntimeStatsReader(const RuntimeStatsReader&) = delete;
+  RuntimeStatsReader& operator=(const RuntimeStatsReader&) = delete;
 
   // Per carrier thread (tid), its counts since open(). A slot that is being written at every
   // try, or a process that is gone, keeps its previous counts.
@@ -63,9 +66,15 @@ class RuntimeStatsReader {
   RuntimeStatsReader(pid_t pid, uint64_t addr) : pid_(pid), addr_(addr) {}
   bool read_header(uint64_t* slots_addr, uint32_t* used, std::string* why);
   std::vector<std::optional<Slot>> read_slots(uint64_t slots_addr, uint32_t used) const;
+  bool read_mem(uint64_t addr, void* out, size_t len) const;
+  std::optional<Slot> read_slot_mem(uint64_t at) const;
 
   pid_t pid_;
   uint64_t addr_;
+  // /proc/PID/mem, opened with the reader: the kernel checks ptrace access when the file is
+  // opened and process_vm_readv on every call, so once an exporter has dropped root only this
+  // descriptor still reads a root-owned target (-1: could not open; process_vm_readv alone).
+  int mem_fd_ = -1;
   uint32_t max_slots_ = 0;
   uint64_t overflow_ = 0;
   std::string where_;

@@ -115,6 +115,8 @@ struct ExporterOptions {
   LiveOptions live;
   std::string listen = "127.0.0.1:9464";   // HOST:PORT or :PORT
   size_t max_threads = 512;   // series bound: at most this many threads are exported (busiest first)
+  std::string web_config;     // exporter-toolkit web configuration file (TLS, basic auth, headers)
+  std::string user = "nobody";  // who to become once set up (started as root); "root": stay root
 };
 int run_exporter(const ExporterOptions& opt);
 

@@ -10,10 +10,12 @@
 // counters, then dropped with the process), platoon_exporter_processes reads 0, and Prometheus
 // keeps seeing a healthy exporter rather than a scrape error. With --comm new matches appear.
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -21,7 +23,9 @@
 
 #include "tui/commands/commands.hpp"
 #include "tui/commands/live_flags.hpp"
+#include "tui/commands/privileges.hpp"
 #include "tui/web/listener.hpp"
+#include "tui/web/web_config.hpp"
 #include "tui/commands/live_session.hpp"
 #include "tui/analysis/observer_cost.hpp"
 #include "tui/outputs/html/page.hpp"
@@ -56,7 +60,8 @@ constexpr const char* kIndexPage =
 class Exporter {
  public:
   Exporter(const ExporterOptions& opt, std::unique_ptr<LiveSession> session)
-      : opt_(opt), session_(std::move(session)), source_(session_->source()), model_(opt.max_threads) {}
+      : opt_(opt), session_(std::move(session)), source_(session_->source()), model_(opt.max_threads),
+        notes_said_(source_.notes().size()) {}
 
   web::HttpResponse handle(std::string_view path) {
     if (path == "/metrics") {
@@ -91,6 +96,10 @@ class Exporter {
     }
     for (pid_t p : session_->newly_gone())
       std::fprintf(stderr, "platoon exporter: target %d exited; still serving (its thread series are gone)\n", p);
+    // What the source learnt since (a --comm process found, probes it could not attach).
+    const std::vector<std::string> notes = source_.notes();
+    for (size_t i = notes_said_; i < notes.size(); ++i) std::fprintf(stderr, "platoon exporter: %s\n", notes[i].c_str());
+    notes_said_ = std::max(notes_said_, notes.size());
     if (monotonic_ns() - taken_ns_ >= kHousekeepingNs) {
       take_snapshot();
       cached_.clear();  // the model moved on: the next scrape renders afresh
@@ -127,16 +136,61 @@ class Exporter {
   double snapshot_seconds_ = 0;
   uint64_t snapshots_ = 0;
   std::string ended_;
+  size_t notes_said_;
 };
 
 }  // namespace
 
-int run_exporter(const ExporterOptions& opt) {
+namespace {
+
+// The web configuration as the listener takes it: TLS and basic auth set up (certificates and
+// keys read now, while still root), or a one-line error.
+bool security_from(const std::string& file, web::ListenerSecurity& out, std::string& error) {
+  if (file.empty()) return true;
+  auto config = web::load_web_config(file, error);
+  if (!config) return false;
+  if (config->tls) {
+    std::string warning;
+    out.tls = web::TlsContext::create(*config->tls, error, warning);
+    if (!out.tls) {
+      error = file + ": " + error;
+      return false;
+    }
+    if (!warning.empty()) std::fprintf(stderr, "platoon exporter: warning: %s\n", warning.c_str());
+  }
+  if (!config->users.empty()) out.auth = std::make_unique<web::BasicAuth>(config->users);
+  out.headers = config->headers;
+  return true;
+}
+
+bool loopback(const std::string& bound) { return bound.rfind("127.", 0) == 0 || bound.rfind("[::1]", 0) == 0; }
+
+}  // namespace
+
+int run_exporter(const ExporterOptions& given) {
+  ExporterOptions opt = given;
   std::string error;
+  web::ListenerSecurity security;
+  if (!security_from(opt.web_config, security, error)) return usage_error("exporter", error);
+  const bool tls = security.tls != nullptr, auth = security.auth != nullptr;
+  // Only root can turn the kernel's BPF run-time stats on and off: an exporter that drops root
+  // holds them on for its whole life instead (one descriptor, taken before the drop).
+  // A command the exporter launched is root's: once unprivileged it could no longer stop it, so
+  // it stays root then, and says so.
+  const bool launches = !opt.live.target.command.empty();
+  const bool drop = geteuid() == 0 && opt.user != "root" && !launches;
+  if (geteuid() == 0 && opt.user != "root" && launches)
+    std::fprintf(stderr, "platoon exporter: warning: staying root: it launched the command and must be able to stop it "
+                 "(start it yourself and attach with --pid or --comm to run as %s)\n", opt.user.c_str());
+  if (drop && opt.live.bpf_stats == collectors::BpfStatsMode::sampled) opt.live.bpf_stats = collectors::BpfStatsMode::always;
   // The address first: a typo or a taken port fails before BPF is loaded or a command started.
   bool bad_address = false;
-  auto listener = web::HttpListener::open(opt.listen, error, bad_address);
+  auto listener = web::HttpListener::open(opt.listen, error, bad_address, std::move(security));
   if (!listener) return bad_address ? usage_error("exporter", error) : command_failure("exporter", error);
+  if (!loopback(listener->bound_address()) && !tls && !auth)
+    std::fprintf(stderr, "platoon exporter: warning: listening on %s without --web.config.file: anyone who can reach it "
+                 "reads every thread name, process id and cgroup path it exports, in plain HTTP\n",
+                 listener->bound_address().c_str());
 
   // Without raw events: the exporter reads the in-kernel aggregates at scrape time only. The
   // listener's event loop takes the stop signals.
@@ -144,9 +198,14 @@ int run_exporter(const ExporterOptions& opt) {
   if (!session) return command_failure("exporter", error);
   if (!session->note().empty()) std::fprintf(stderr, "platoon exporter: %s\n", session->note().c_str());
   if (!session->release(error)) return command_failure("exporter", error);
+  if (drop && !(limit_future_privileges(error) && drop_privileges(opt.user, error)))
+    return command_failure("exporter", error);
+  if (opt.user == "root" && geteuid() == 0)
+    std::fprintf(stderr, "platoon exporter: warning: --user root: staying root for the exporter's whole life\n");
 
-  std::fprintf(stderr, "platoon exporter: %s, source %s, listening on %s (GET /metrics)\n",
-               opt.live.target.describe().c_str(), session->source_line().c_str(), listener->bound_address().c_str());
+  std::fprintf(stderr, "platoon exporter: %s, source %s, listening on %s (GET /metrics%s%s), %s\n",
+               opt.live.target.describe().c_str(), session->source_line().c_str(), listener->bound_address().c_str(),
+               tls ? ", TLS" : "", auth ? ", basic auth" : "", privilege_line().c_str());
 
   Exporter exporter(opt, std::move(session));
   const int sig = listener->run([&](std::string_view path) { return exporter.handle(path); }, kTickMs,
@@ -165,7 +224,11 @@ CommandRun add_exporter(CLI::App& sub) {
   f->live.add_no_io(sub);
   f->live.add_requests(sub);
   f->live.add_bpf_stats(sub);
-  sub.footer("Examples:\n  platoon exporter --comm platoon-server --listen :9464\n"
+  sub.add_option("--web.config.file", f->opt.web_config,
+                 "exporter-toolkit web configuration: TLS, client certificates, basic auth users (bcrypt), headers");
+  sub.add_option("--user", f->opt.user, "started as root: become this user once set up (root: stay root)")
+      ->capture_default_str();
+  sub.footer("Examples:\n  platoon exporter --comm platoon-server --listen :9464 --web.config.file web.yml\n"
              "  platoon exporter --pid 1234 --listen 127.0.0.1:9464");
   return [f](const std::vector<std::string>& command) {
     std::string error;

@@ -3,12 +3,14 @@
 #include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -98,7 +100,10 @@ struct HttpListener::Impl {
   // the trackers still here), the trackers' events go next, the base last.
   std::vector<std::unique_ptr<TrackedConnection>> connections;
   std::unique_ptr<evhttp, EvhttpFree> http;
+  ListenerSecurity security;
   RateLimitedNote shed_note{10};
+  RateLimitedNote tls_note{10};
+  RateLimitedNote auth_note{10};
   std::string bound;
   HttpHandler handler;
   std::function<bool()> tick;
@@ -127,8 +132,29 @@ void close_tracked(TrackedConnection* c) {
   evhttp_connection_free(evcon);
 }
 
-void on_connection_closed(evhttp_connection*, void* arg) {
+// "127.0.0.1:40312", the client of a connection.
+std::string peer_of(evhttp_connection* evcon) {
+  char* host = nullptr;
+  ev_uint16_t port = 0;
+  evhttp_connection_get_peer(evcon, &host, &port);
+  return std::string(host ? host : "?") + ":" + std::to_string(port);
+}
+
+// A TLS connection that ends before its handshake did, or on a TLS error: say so (rate-limited),
+// since the client (a scraper with a wrong CA, no certificate, plain HTTP) sees only a failure.
+void note_tls_failure(HttpListener::Impl* impl, evhttp_connection* evcon) {
+  if (!impl->security.tls) return;
+  bufferevent* bev = evhttp_connection_get_bufferevent(evcon);
+  SSL* ssl = bev ? bufferevent_openssl_get_ssl(bev) : nullptr;
+  const unsigned long err = bev ? bufferevent_get_openssl_error(bev) : 0;
+  if (!err && ssl && SSL_is_init_finished(ssl)) return;
+  const std::string why = err ? tls_error_text(err) : "the client closed the connection during the handshake";
+  impl->tls_note.note(("TLS handshake with " + peer_of(evcon) + " failed: " + why).c_str());
+}
+
+void on_connection_closed(evhttp_connection* evcon, void* arg) {
   auto* c = static_cast<TrackedConnection*>(arg);
+  note_tls_failure(c->impl, evcon);
   c->impl->drop(c);
 }
 
@@ -162,8 +188,17 @@ void on_connection_timer(evutil_socket_t, short, void* arg) {
 // evhttp's per-connection bufferevent factory: the one point where each accepted connection shows.
 bufferevent* on_new_connection(event_base* base, void* arg) {
   auto* impl = static_cast<HttpListener::Impl*>(arg);
-  bufferevent* bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-  if (!bev) return nullptr;  // evhttp tries its own, untracked
+  bufferevent* bev = nullptr;
+  if (impl->security.tls) {
+    // The SSL object belongs to the bufferevent from here (BEV_OPT_CLOSE_ON_FREE frees both).
+    SSL* ssl = impl->security.tls->new_ssl();
+    if (!ssl) return nullptr;
+    bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev) SSL_free(ssl);
+  } else {
+    bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+  }
+  if (!bev) return nullptr;  // evhttp tries its own, untracked (with TLS: it fails, it cannot speak TLS)
   auto c = std::make_unique<TrackedConnection>();
   c->impl = impl;
   c->timer.reset(event_new(base, -1, 0, on_connection_timer, c.get()));
@@ -212,7 +247,8 @@ bool parse_listen_address(const std::string& text, std::string& host, int& port,
 HttpListener::HttpListener(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpListener::~HttpListener() = default;
 
-std::unique_ptr<HttpListener> HttpListener::open(const std::string& address, std::string& error, bool& bad_address) {
+std::unique_ptr<HttpListener> HttpListener::open(const std::string& address, std::string& error, bool& bad_address,
+                                                 ListenerSecurity security) {
   bad_address = false;
   std::string host;
   int port = 0;
@@ -268,6 +304,7 @@ std::unique_ptr<HttpListener> HttpListener::open(const std::string& address, std
   }
 
   auto impl = std::make_unique<Impl>();
+  impl->security = std::move(security);
   impl->bound = (ss.ss_family == AF_INET6 ? "[" + std::string(ip) + "]" : std::string(ip)) + ":" +
                 std::to_string(bound_port);
   impl->base.reset(event_base_new());
@@ -299,10 +336,22 @@ namespace {
 void on_request(evhttp_request* req, void* arg) {
   auto* impl = static_cast<HttpListener::Impl*>(arg);
   HttpResponse resp;
+  bool challenge = false;
   try {
-    const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
-    const char* path = uri ? evhttp_uri_get_path(uri) : nullptr;
-    resp = impl->handler(path && *path ? path : "/");
+    BasicAuth::Result who;
+    if (impl->security.auth)
+      who = impl->security.auth->check(evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"));
+    if (impl->security.auth && who.verdict != BasicAuth::Verdict::allowed) {
+      resp = HttpResponse{401, "text/plain; charset=utf-8", "Unauthorized\n"};
+      challenge = true;
+      std::string line = "refused a request from " + peer_of(evhttp_request_get_connection(req)) + ": " + to_string(who.verdict);
+      if (!who.user.empty()) line += " (user '" + who.user.substr(0, 64) + "')";
+      impl->auth_note.note(line.c_str());
+    } else {
+      const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
+      const char* path = uri ? evhttp_uri_get_path(uri) : nullptr;
+      resp = impl->handler(path && *path ? path : "/");
+    }
   } catch (...) {
     resp = HttpResponse{500, "text/plain; charset=utf-8", "internal error\n"};
   }
@@ -317,7 +366,12 @@ void on_request(evhttp_request* req, void* arg) {
   evbuffer_add(body, resp.body.data(), resp.body.size());
   evkeyvalq* headers = evhttp_request_get_output_headers(req);
   evhttp_add_header(headers, "Content-Type", resp.content_type.c_str());
-  const char* reason = resp.status == 200 ? "OK" : resp.status == 404 ? "Not Found" : "Error";
+  if (challenge) evhttp_add_header(headers, "WWW-Authenticate", "Basic");
+  for (const auto& [name, value] : impl->security.headers) evhttp_add_header(headers, name.c_str(), value.c_str());
+  const char* reason = resp.status == 200   ? "OK"
+                       : resp.status == 401 ? "Unauthorized"
+                       : resp.status == 404 ? "Not Found"
+                                            : "Error";
   evhttp_send_reply(req, resp.status, reason, body);
   evbuffer_free(body);
 }
@@ -340,6 +394,13 @@ void on_tick(evutil_socket_t, short, void* arg) {
 }
 
 }  // namespace
+
+void HttpListener::serve(HttpHandler handler) {
+  impl_->handler = std::move(handler);
+  evhttp_set_gencb(impl_->http.get(), on_request, impl_.get());
+}
+
+void HttpListener::turn() { event_base_loop(impl_->base.get(), EVLOOP_NONBLOCK); }
 
 int HttpListener::run(HttpHandler handler, int tick_ms, std::function<bool()> tick) {
   Impl& im = *impl_;

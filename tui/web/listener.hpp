@@ -8,6 +8,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include "tui/web/basic_auth.hpp"
+#include "tui/web/tls.hpp"
 
 namespace platoon::web {
 
@@ -23,11 +28,21 @@ using HttpHandler = std::function<HttpResponse(std::string_view path)>;
 // port; false with a message on anything else.
 bool parse_listen_address(const std::string& text, std::string& host, int& port, std::string& error);
 
+// What the web configuration file asks of the listener (web_config.hpp): TLS on every
+// connection, basic authentication on every request, headers on every response. Failed
+// handshakes and refused credentials are logged, at most a line per kind every 10 s.
+struct ListenerSecurity {
+  std::unique_ptr<TlsContext> tls;     // null: plain HTTP
+  std::unique_ptr<BasicAuth> auth;     // null: no authentication
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
 class HttpListener {
  public:
   // Binds and listens on `address`. On failure: null, a one-line message, and `bad_address`
   // set when the address itself was malformed (rather than, say, the port being in use).
-  static std::unique_ptr<HttpListener> open(const std::string& address, std::string& error, bool& bad_address);
+  static std::unique_ptr<HttpListener> open(const std::string& address, std::string& error, bool& bad_address,
+                                            ListenerSecurity security = {});
   ~HttpListener();
   HttpListener(const HttpListener&) = delete;
   HttpListener& operator=(const HttpListener&) = delete;
@@ -38,6 +53,11 @@ class HttpListener {
   // Runs the loop: requests go to `handler`; `tick` runs every tick_ms and ends the loop by
   // returning false. Returns the signal that ended it, or 0.
   int run(HttpHandler handler, int tick_ms, std::function<bool()> tick);
+
+  // For the fuzzer (tests/fuzz/http_request_fuzz.cpp), which drives the same path one request
+  // at a time: set the handler once, then turn the loop over without blocking.
+  void serve(HttpHandler handler);
+  void turn();
 
   struct Impl;
 
