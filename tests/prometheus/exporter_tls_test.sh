@@ -6,9 +6,9 @@
 # and the exporter logs each kind of refusal (at most a line per kind every 10 s) while it
 # serves the good job. Started as root, it runs as nobody with no capability in any set (from
 # /proc/PID/status of every thread), and what it exports still equals /proc: two spinners pinned
-# to one CPU, their run and wait between two scrapes against their schedstat. Then the web
-# configuration's edge cases: each a one-line refusal at start, an expired certificate served
-# with a warning.
+# to one CPU, their run and wait between two scrapes against their schedstat; a --comm process
+# started after the drop is exported too. Then the web configuration's edge cases: each a
+# one-line refusal at start, an expired certificate served with a warning.
 set -uo pipefail
 . "$(dirname "$0")/../lib/common.sh"
 require_root
@@ -158,6 +158,19 @@ for kind in "refused a request" "TLS handshake"; do
 done
 "${ok_curl[@]}" "https://127.0.0.1:$eport/metrics" -o /dev/null || fail "the exporter stopped serving"
 echo "ok refusals logged: $(grep -c 'refused a request\|TLS handshake' "$tmp/exp.err") lines"
+kill -TERM "$exporter"; wait "$exporter" 2> /dev/null
+
+# A process that appears after the drop (--comm) is still watched: the in-kernel exec hook adds
+# it, and its thread is exported.
+cp /bin/sleep "$tmp/late-sleeper" || fail "cp"
+start_exporter "$tmp/late.err" --comm late-sleeper
+grep -q "uid 65534" "$tmp/late.err" || { cat "$tmp/late.err"; fail "the --comm exporter did not drop root"; }
+"$tmp/late-sleeper" 30 & late=$!; pids+=($late)
+sleep 2.2  # the exporter looks for new --comm processes once a second
+curl -sf --max-time 5 "http://127.0.0.1:$eport/metrics" -o "$tmp/late.prom" || fail "scrape of the --comm exporter"
+grep -q "^platoon_thread_run_seconds_total{pid=\"$late\"" "$tmp/late.prom" ||
+  { cat "$tmp/late.err"; fail "the process started after the drop is not exported"; }
+echo "ok a process started after the drop is exported ($(grep -c "pid=\"$late\"" "$tmp/late.prom") series)"
 kill -TERM "$exporter"; wait "$exporter" 2> /dev/null
 
 # ---- the web configuration's edge cases: one line each at start, nothing served ----
