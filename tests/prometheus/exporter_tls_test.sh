@@ -28,6 +28,9 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -s
   -keyout ca.key -out ca.crt 2> /dev/null || fail "openssl: CA"
 cert server /CN=127.0.0.1 "subjectAltName=IP:127.0.0.1"
 cert client /CN=prometheus
+# A client certificate from another CA, which the exporter must refuse.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=stranger" \
+  -keyout stranger.key -out stranger.crt 2> /dev/null || fail "openssl: stranger"
 hash=$(htpasswd -nbBC 10 "" 's3cret pass' | tr -d ':\n')
 [[ $hash == '$2y$10$'* ]] || fail "htpasswd gave no bcrypt hash: $hash"
 cat > web.yml <<EOF
@@ -55,12 +58,28 @@ grep -q "TLS, basic auth" "$tmp/exp.err" || { cat "$tmp/exp.err"; fail "the expo
 ok_curl=(curl -sf --max-time 5 --cacert "$tmp/ca.crt" --cert "$tmp/client.crt" --key "$tmp/client.key" -u 'prometheus:s3cret pass')
 "${ok_curl[@]}" -D "$tmp/h0" "https://127.0.0.1:$eport/metrics" -o "$tmp/m0" || fail "a scrape with the right credentials"
 grep -qi '^X-Content-Type-Options: nosniff' "$tmp/h0" || fail "the configured header is missing: $(cat "$tmp/h0")"
+# Without credentials, with a malformed or padded-inside header, or a NUL-cut password: 401,
+# HEAD as GET; a certificate of another CA: no connection at all.
+tls_curl=(curl -s --max-time 5 -o /dev/null -w '%{http_code}' --cacert "$tmp/ca.crt" --cert "$tmp/client.crt" --key "$tmp/client.key")
+for how in "GET /" "GET /metrics" "HEAD /metrics" "GET /nothing"; do
+  code=$("${tls_curl[@]}" -X "${how% *}" $([ "${how% *}" = HEAD ] && echo -I) "https://127.0.0.1:$eport${how#* }")
+  [ "$code" = 401 ] || fail "$how without credentials: $code, not 401"
+done
+for header in "Basic $(printf 'prometheus:s3cret pass\0x' | base64 -w0)" "Basic cHJv=bWV0aGV1cw==" "Bearer abc" "Basic"; do
+  code=$("${tls_curl[@]}" -H "Authorization: $header" "https://127.0.0.1:$eport/metrics")
+  [ "$code" = 401 ] || fail "Authorization '$header': $code, not 401"
+done
+code=$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' --cacert "$tmp/ca.crt" --cert "$tmp/stranger.crt" --key "$tmp/stranger.key" \
+  -u 'prometheus:s3cret pass' "https://127.0.0.1:$eport/metrics")
+[ "$code" = 000 ] || fail "a client certificate of another CA got HTTP $code"
+echo "ok refused: no credentials (GET, HEAD, any path), malformed headers, a NUL-cut password: 401; another CA's certificate: no handshake"
 
 # Privileges, from the outside: every thread is nobody with no capability.
 for task in /proc/"$exporter"/task/*; do
   st=$task/status
-  awk '/^Uid:/ { if ($2 != 65534 || $3 != 65534 || $4 != 65534 || $5 != 65534) exit 1 }' "$st" ||
-    fail "$(basename "$task"): $(grep ^Uid "$st")"
+  awk '/^(Uid|Gid):/ { if ($2 != 65534 || $3 != 65534 || $4 != 65534 || $5 != 65534) exit 1 }' "$st" ||
+    fail "$(basename "$task"): $(grep -E '^(Uid|Gid)' "$st")"
+  [ -z "$(awk '$1 == "Groups:" { $1 = ""; print }' "$st" | tr -d ' ')" ] || fail "$(basename "$task"): $(grep ^Groups "$st")"
   for cap in CapInh CapPrm CapEff CapBnd CapAmb; do
     [ "$(awk -v k="$cap:" '$1 == k { print $2 }' "$st")" = 0000000000000000 ] || fail "$(basename "$task"): $(grep "^$cap" "$st")"
   done
@@ -149,10 +168,12 @@ echo "ok PromQL platoon_thread_wait_seconds_total{job=\"good\",thread=~\"carrier
 # The exporter said why it refused, a line per kind at most every 10 s, and still serves.
 grep -q "refused a request from 127.0.0.1:[0-9]*: a wrong password (user 'prometheus')" "$tmp/exp.err" ||
   { cat "$tmp/exp.err"; fail "no log line for the wrong password"; }
-grep -q "TLS handshake with 127.0.0.1:[0-9]* failed" "$tmp/exp.err" || { cat "$tmp/exp.err"; fail "no log line for the failed handshakes"; }
+for why in "peer did not return a certificate" "http request"; do  # no client certificate; plain HTTP
+  grep -q "TLS handshake with 127.0.0.1:[0-9]* failed: $why" "$tmp/exp.err" || { cat "$tmp/exp.err"; fail "no log line for '$why'"; }
+done
 # Prometheus tried each wrong job every second; the log may hold one line per kind per 10 s.
 allowed=$(( ($(date +%s) - started) / 10 + 1 ))
-for kind in "refused a request" "TLS handshake"; do
+for kind in "a wrong password" "no credentials" "peer did not return a certificate" "http request"; do
   n=$(grep -c "$kind" "$tmp/exp.err")
   [ "$n" -le "$allowed" ] || { cat "$tmp/exp.err"; fail "$n '$kind' lines in $(( $(date +%s) - started )) s: not rate-limited"; }
 done
@@ -188,15 +209,17 @@ bad wrong-key "does not match" <<< "tls_server_config: {$c, key_file: $tmp/clien
 bad sha512 "not a bcrypt hash" <<< "basic_auth_users: {prometheus: '$(openssl passwd -6 x)'}"
 bad md5 "not a bcrypt hash" <<< "basic_auth_users: {prometheus: '$(openssl passwd -1 x)'}"
 for key in "cipher_suites: [TLS_AES_128_GCM_SHA256]" "curve_preferences: [X25519]" "client_allowed_sans: [a]" \
-           "prefer_server_cipher_suites: true"; do
+           "prefer_server_cipher_suites: false"; do
   bad "$key" "is not implemented by platoon" <<< "tls_server_config: {$c, $k, $key}"
 done
 bad http2 "http2 is not implemented" <<< "http_server_config: {http2: false}"
 bad header "not a header the web configuration format allows" <<< "http_server_config: {headers: {X-Evil: 1}}"
 bad frame "must be deny or sameorigin" <<< "http_server_config: {headers: {X-Frame-Options: allow}}"
 bad ca-without-policy "client_auth_type is NoClientCert" <<< "tls_server_config: {$c, $k, client_ca_file: $tmp/ca.crt}"
-bad policy-without-ca "needs client_ca_file" <<< "tls_server_config: {$c, $k, client_auth_type: RequireAndVerifyClientCert}"
 bad version "is not one of TLS10" <<< "tls_server_config: {$c, $k, min_version: SSL3}"
+bad max-below-default "max_version is below min_version" <<< "tls_server_config: {$c, $k, max_version: TLS11}"
+bad twice "given twice" < <(printf "basic_auth_users: {a: '%s'}\nbasic_auth_users: {b: '%s'}\n" "$hash" "$hash")
+expect_error --status 2 "no such user" timeout 10 "$platoon" exporter --pid "$spid" --listen 127.0.0.1:0 --user no-such-user-here
 bad yaml "not YAML" <<< "tls_server_config: {$c"
 expect_error --status 2 "cannot be read" timeout 10 "$platoon" exporter --pid "$spid" --listen 127.0.0.1:0 --web.config.file "$tmp/none.yml"
 

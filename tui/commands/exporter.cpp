@@ -182,6 +182,11 @@ int run_exporter(const ExporterOptions& given) {
   if (geteuid() == 0 && opt.user != "root" && launches)
     std::fprintf(stderr, "platoon exporter: warning: staying root: it launched the command and must be able to stop it "
                  "(start it yourself and attach with --pid or --comm to run as %s)\n", opt.user.c_str());
+  if (drop) {  // a bad --user is a usage error now, not after BPF is loaded
+    uid_t uid = 0;
+    gid_t gid = 0;
+    if (!find_user(opt.user, uid, gid, error)) return usage_error("exporter", error);
+  }
   if (drop && opt.live.bpf_stats == collectors::BpfStatsMode::sampled) opt.live.bpf_stats = collectors::BpfStatsMode::always;
   // The address first: a typo or a taken port fails before BPF is loaded or a command started.
   bool bad_address = false;
@@ -200,6 +205,8 @@ int run_exporter(const ExporterOptions& given) {
   if (!session->release(error)) return command_failure("exporter", error);
   if (drop && !(limit_future_privileges(error) && drop_privileges(opt.user, error)))
     return command_failure("exporter", error);
+  // Not root but given capabilities (a service manager's ambient set): none are needed any more.
+  if (geteuid() != 0 && !clear_capabilities(error)) return command_failure("exporter", error);
   if (opt.user == "root" && geteuid() == 0)
     std::fprintf(stderr, "platoon exporter: warning: --user root: staying root for the exporter's whole life\n");
 

@@ -4,6 +4,7 @@
 #include <linux/capability.h>
 #include <pwd.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,7 +28,7 @@ bool limit_future_privileges(std::string& error) {
   return true;
 }
 
-bool drop_privileges(const std::string& user, std::string& error) {
+bool find_user(const std::string& user, uid_t& uid, gid_t& gid, std::string& error) {
   std::vector<char> buf(16384);
   passwd pw{};
   passwd* found = nullptr;
@@ -36,15 +37,43 @@ bool drop_privileges(const std::string& user, std::string& error) {
     return false;
   }
   if (found->pw_uid == 0) {
-    error = "--user " + user + " is root: give an unprivileged user (the default is nobody)";
+    error = "--user " + user + " is root: give an unprivileged user (the default is nobody), or --user root to stay root";
     return false;
   }
+  uid = found->pw_uid;
+  gid = found->pw_gid;
+  return true;
+}
+
+bool clear_capabilities(std::string& error) {
+  // Explicitly, not by the uid change's side effect: a securebit (SECBIT_NO_SETUID_FIXUP) or
+  // ambient capabilities from a service manager would keep them.
+  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (syscall(SYS_capset, &header, data) != 0) {
+    error = std::string("cannot clear the capabilities: ") + std::strerror(errno);
+    return false;
+  }
+  __user_cap_data_struct now[2] = {};
+  if (syscall(SYS_capget, &header, now) != 0 ||
+      (now[0].effective | now[0].permitted | now[0].inheritable | now[1].effective | now[1].permitted | now[1].inheritable)) {
+    error = "capabilities left after clearing them";
+    return false;
+  }
+  return true;
+}
+
+bool drop_privileges(const std::string& user, std::string& error) {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  if (!find_user(user, uid, gid, error)) return false;
   // Groups, then gid, then uid: once the uid changes, the rest can no longer be changed.
-  if (setgroups(0, nullptr) != 0 || setresgid(found->pw_gid, found->pw_gid, found->pw_gid) != 0 ||
-      setresuid(found->pw_uid, found->pw_uid, found->pw_uid) != 0) {
+  if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0) {
     error = "cannot become " + user + ": " + std::strerror(errno);
     return false;
   }
+  if (!clear_capabilities(error)) return false;
   // Checked, not assumed: root must be gone for good.
   if (setresuid(0, 0, 0) == 0 || getuid() == 0 || geteuid() == 0) {
     error = "still root after becoming " + user;

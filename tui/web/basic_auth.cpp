@@ -3,7 +3,11 @@
 #include <crypt.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <time.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -15,9 +19,27 @@ namespace {
 // guesser as much bcrypt time as it costs us).
 constexpr size_t kMaxCached = 1024;
 
-// A well-formed bcrypt hash of no password anyone has: an unknown user costs the same bcrypt
-// check as a known one, so the time taken does not tell which user names exist.
-constexpr const char* kDummyHash = "$2b$10$r4SWjyERGYrKFIeIBNTPP.0NRNmKd/xBCLf1ruTiaeSgmtt6Mrk7G";
+double now_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// An unknown user costs the same bcrypt check as a known one, against a hash of no password at
+// the users' highest cost, so the time taken does not tell which user names exist.
+std::string dummy_hash_for(const std::map<std::string, std::string>& users) {
+  int cost = 4;
+  for (const auto& [user, hash] : users) cost = std::max(cost, std::atoi(hash.substr(4, 2).c_str()));
+  unsigned char random[16];
+  if (RAND_bytes(random, sizeof random) != 1) return {};
+  char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+  crypt_data data{};
+  if (!crypt_gensalt_rn("$2b$", static_cast<unsigned long>(cost), reinterpret_cast<const char*>(random), sizeof random,
+                        setting, sizeof setting))
+    return {};
+  const char* h = crypt_rn("\x01no password\x01", setting, &data, sizeof data);
+  return h && h[0] == '$' ? h : std::string();
+}
 
 std::array<unsigned char, 32> digest(std::string_view user, std::string_view password, std::string_view hash) {
   std::array<unsigned char, 32> out{};
@@ -47,10 +69,14 @@ bool decode(const char* header, std::string& out) {
   std::vector<unsigned char> buf(h.size() / 4 * 3 + 1);
   const int n = EVP_DecodeBlock(buf.data(), reinterpret_cast<const unsigned char*>(h.data()), static_cast<int>(h.size()));
   if (n < 0) return false;
+  // Padding only at the end (OpenSSL would read a '=' inside as zero bits).
+  const size_t eq = h.find('=');
+  if (eq != std::string_view::npos && h.find_first_not_of('=', eq) != std::string_view::npos) return false;
   size_t len = static_cast<size_t>(n);
   for (size_t i = h.size(); i > 0 && h[i - 1] == '=' && len > 0; --i) --len;  // DecodeBlock counts the padding
   out.assign(reinterpret_cast<const char*>(buf.data()), len);
-  return true;
+  // libcrypt would stop reading the password at a NUL: "pass\0junk" must not pass as "pass".
+  return out.find('\0') == std::string::npos;
 }
 
 }  // namespace
@@ -60,7 +86,17 @@ struct BasicAuth::Scratch {
 };
 
 BasicAuth::BasicAuth(std::map<std::string, std::string> users)
-    : users_(std::move(users)), scratch_(std::make_unique<Scratch>()) {}
+    : users_(std::move(users)), dummy_hash_(dummy_hash_for(users_)), refilled_s_(now_s()),
+      scratch_(std::make_unique<Scratch>()) {}
+
+bool BasicAuth::may_check() {
+  const double now = now_s();
+  tokens_ = std::min(2 * kNewChecksPerSecond, tokens_ + (now - refilled_s_) * kNewChecksPerSecond);
+  refilled_s_ = now;
+  if (tokens_ < 1) return false;
+  tokens_ -= 1;
+  return true;
+}
 BasicAuth::~BasicAuth() = default;
 
 bool BasicAuth::verify(const std::string& password, const std::string& hash) {
@@ -85,15 +121,19 @@ BasicAuth::Result BasicAuth::check(const char* header) {
   r.user = pair.substr(0, colon);
   const std::string password = pair.substr(colon + 1);
   const auto it = users_.find(r.user);
-  const std::string& hash = it == users_.end() ? std::string(kDummyHash) : it->second;
+  const std::string& hash = it == users_.end() ? dummy_hash_ : it->second;
   const auto key = digest(r.user, password, hash);
   bool ok;
   if (auto c = cache_.find(key); c != cache_.end()) {
     ok = c->second;
+  } else if (!may_check()) {
+    r.verdict = Verdict::throttled;
+    return r;
   } else {
     ok = verify(password, hash) && it != users_.end();
-    if (cache_.size() >= kMaxCached) cache_.clear();
-    cache_.emplace(key, ok);
+    if (cache_.size() >= kMaxCached)  // full: the refusals go, the credentials that passed stay
+      std::erase_if(cache_, [](const auto& e) { return !e.second; });
+    if (cache_.size() < kMaxCached) cache_.emplace(key, ok);
   }
   r.verdict = ok ? Verdict::allowed : it == users_.end() ? Verdict::unknown_user : Verdict::wrong_password;
   return r;
@@ -106,6 +146,7 @@ const char* to_string(BasicAuth::Verdict v) {
     case BasicAuth::Verdict::malformed: return "a malformed Authorization header";
     case BasicAuth::Verdict::unknown_user: return "an unknown user";
     case BasicAuth::Verdict::wrong_password: return "a wrong password";
+    case BasicAuth::Verdict::throttled: return "new credentials arriving faster than they may be checked";
   }
   return "?";
 }

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -76,21 +77,32 @@ struct TrackedConnection {
   ~TrackedConnection() { if (bev) bufferevent_decref(bev); }  // torn down before adoption
 };
 
-// At most one line per `every_s` seconds for a condition that may repeat per connection.
+// At most one line per `every_s` seconds for each kind of condition that may repeat per
+// connection (a kind: "wrong password", one TLS failure reason), so one kind never hides another.
 class RateLimitedNote {
  public:
   explicit RateLimitedNote(std::time_t every_s) : every_s_(every_s) {}
-  void note(const char* text) {
-    const std::time_t now = std::time(nullptr);
-    if (now < next_) return;
-    next_ = now + every_s_;
+  void note(const char* text, const std::string& kind = {}) {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    std::time_t& next = next_[kind];
+    if (ts.tv_sec < next) return;
+    next = ts.tv_sec + every_s_;
+    if (next_.size() > 64) next_.clear();  // kinds come from a short list; bound it anyway
     std::fprintf(stderr, "platoon exporter: %s\n", text);
   }
 
  private:
   std::time_t every_s_;
-  std::time_t next_ = 0;
+  std::map<std::string, std::time_t> next_;
 };
+
+// A client's text for a log line: printable ASCII only, at most 64 characters.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, 64)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return out;
+}
 
 }  // namespace
 
@@ -149,7 +161,7 @@ void note_tls_failure(HttpListener::Impl* impl, evhttp_connection* evcon) {
   const unsigned long err = bev ? bufferevent_get_openssl_error(bev) : 0;
   if (!err && ssl && SSL_is_init_finished(ssl)) return;
   const std::string why = err ? tls_error_text(err) : "the client closed the connection during the handshake";
-  impl->tls_note.note(("TLS handshake with " + peer_of(evcon) + " failed: " + why).c_str());
+  impl->tls_note.note(("TLS handshake with " + peer_of(evcon) + " failed: " + why).c_str(), why);
 }
 
 void on_connection_closed(evhttp_connection* evcon, void* arg) {
@@ -345,8 +357,8 @@ void on_request(evhttp_request* req, void* arg) {
       resp = HttpResponse{401, "text/plain; charset=utf-8", "Unauthorized\n"};
       challenge = true;
       std::string line = "refused a request from " + peer_of(evhttp_request_get_connection(req)) + ": " + to_string(who.verdict);
-      if (!who.user.empty()) line += " (user '" + who.user.substr(0, 64) + "')";
-      impl->auth_note.note(line.c_str());
+      if (!who.user.empty()) line += " (user '" + printable(who.user) + "')";
+      impl->auth_note.note(line.c_str(), to_string(who.verdict));
     } else {
       const evhttp_uri* uri = evhttp_request_get_evhttp_uri(req);
       const char* path = uri ? evhttp_uri_get_path(uri) : nullptr;

@@ -77,6 +77,12 @@ std::unique_ptr<TlsContext> TlsContext::create(const TlsServerConfig& c, std::st
     }
     if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(c.client_ca_file.c_str())) SSL_CTX_set_client_CA_list(ctx, names);
   }
+  // Without it OpenSSL fails a resumed TLS 1.2 session whenever it asks for a certificate.
+  static const unsigned char kSessionContext[] = "platoon exporter";
+  SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
+  // A verifying policy without client_ca_file checks against the system's CAs, as Go does.
+  if (c.client_ca_file.empty() && (c.client_auth == ClientAuth::verify_if_given || c.client_auth == ClientAuth::require_and_verify))
+    SSL_CTX_set_default_verify_paths(ctx);
   switch (c.client_auth) {
     case ClientAuth::none: SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr); break;
     case ClientAuth::request: SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, accept_any); break;

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <filesystem>
+#include <set>
 #include <string_view>
 
 #include <yaml-cpp/yaml.h>
@@ -43,7 +44,7 @@ int tls_version(const std::string& key, const std::string& v) {
 }
 
 ClientAuth client_auth(const std::string& v) {
-  if (v == "NoClientCert") return ClientAuth::none;
+  if (v == "NoClientCert" || v.empty()) return ClientAuth::none;
   if (v == "RequestClientCert") return ClientAuth::request;
   if (v == "RequireAnyClientCert") return ClientAuth::require_any;
   if (v == "VerifyClientCertIfGiven") return ClientAuth::verify_if_given;
@@ -59,12 +60,24 @@ void check_readable(const std::string& key, const std::string& path) {
   else refuse(key + " " + path + " cannot be read");
 }
 
+// A key of the format set to what it is when absent: an operator's file that spells out a
+// default means nothing platoon does not do.
+bool is_default(const std::string& key, const YAML::Node& v) {
+  if (key == "prefer_server_cipher_suites") return v.IsScalar() && v.Scalar() == "true";
+  if (key == "cipher_suites" || key == "curve_preferences" || key == "client_allowed_sans")
+    return v.IsNull() || (v.IsSequence() && v.size() == 0);
+  return false;
+}
+
 TlsServerConfig tls_config(const YAML::Node& n, const std::filesystem::path& dir) {
   if (!n.IsMap()) refuse("tls_server_config must be a mapping");
   TlsServerConfig t;
   std::string auth = "NoClientCert";
+  std::set<std::string> seen;
   for (const auto& kv : n) {
     const std::string key = kv.first.Scalar();
+    if (!seen.insert(key).second) refuse("tls_server_config." + key + " is given twice");
+    if (is_default(key, kv.second)) continue;  // what Go does anyway
     for (std::string_view no : kTlsNotImplemented)
       if (key == no) refuse("tls_server_config." + key + " is not implemented by platoon");
     if (key == "cert_file") t.cert_file = resolve(scalar(kv.second, key), dir);
@@ -86,11 +99,9 @@ TlsServerConfig tls_config(const YAML::Node& n, const std::filesystem::path& dir
     check_readable("client_ca_file", t.client_ca_file);
     if (t.client_auth == ClientAuth::none)
       refuse("tls_server_config: client_ca_file is set but client_auth_type is NoClientCert: set a policy or drop the file");
-  } else if (t.client_auth == ClientAuth::verify_if_given || t.client_auth == ClientAuth::require_and_verify) {
-    refuse("tls_server_config: client_auth_type " + auth + " needs client_ca_file");
   }
-  if (t.min_version && t.max_version && t.min_version > t.max_version)
-    refuse("tls_server_config: min_version is above max_version");
+  if (t.max_version && (t.min_version ? t.min_version : TLS1_2_VERSION) > t.max_version)
+    refuse("tls_server_config: max_version is below min_version (TLS12 unless set)");
   return t;
 }
 
@@ -126,8 +137,10 @@ void http_config(const YAML::Node& n, WebConfig& c) {
 void users(const YAML::Node& n, WebConfig& c) {
   if (n.IsNull()) return;
   if (!n.IsMap()) refuse("basic_auth_users must be a mapping of user names to bcrypt hashes");
+  std::set<std::string> seen;
   for (const auto& kv : n) {
     const std::string user = kv.first.Scalar();
+    if (!seen.insert(user).second) refuse("basic_auth_users." + user + " is given twice");
     const std::string hash = scalar(kv.second, "basic_auth_users." + user);
     if (user.empty() || user.find(':') != std::string::npos) refuse("basic_auth_users: '" + user + "' cannot be a user name");
     const bool bcrypt = hash.size() == 60 && hash[0] == '$' && hash[1] == '2' &&
@@ -155,8 +168,10 @@ std::optional<WebConfig> load_web_config(const std::string& path, std::string& e
     if (root.IsNull()) return c;
     if (!root.IsMap()) refuse("the file must be a mapping");
     const std::filesystem::path dir = std::filesystem::absolute(path).parent_path();
+    std::set<std::string> seen;
     for (const auto& kv : root) {
       const std::string key = kv.first.Scalar();
+      if (!seen.insert(key).second) refuse(key + " is given twice");
       if (key == "tls_server_config") c.tls = tls_config(kv.second, dir);
       else if (key == "http_server_config") http_config(kv.second, c);
       else if (key == "basic_auth_users") users(kv.second, c);
