@@ -98,8 +98,8 @@ for p in ${spin//,/ }; do echo "$p $(schedstat "$p")"; done > "$tmp/s1"
 for p in ${spin//,/ }; do
   for k in run wait; do
     a=$(val "$tmp/m1" "platoon_thread_${k}_seconds_total" "$p"); b=$(val "$tmp/m2" "platoon_thread_${k}_seconds_total" "$p")
-    col=$([ "$k" = run ] && echo 2 || echo 3)
-    truth=$(awk -v p="$p" -v c="$col" 'NR == FNR { if ($1 == p) s = $c; next } $1 == p { printf "%.6f\n", ($c - s) / 1e9 }' "$tmp/s0" "$tmp/s1")
+    field=$([ "$k" = run ] && echo 2 || echo 3)
+    truth=$(awk -v p="$p" -v c="$field" 'NR == FNR { if ($1 == p) s = $c; next } $1 == p { printf "%.6f\n", ($c - s) / 1e9 }' "$tmp/s0" "$tmp/s1")
     [ -n "$a" ] && [ -n "$b" ] || fail "no $k series for spinner $p"
     python3 - "$a" "$b" "$truth" "$p" "$k" <<'PY' || fail "spinner exports differ from /proc"
 import sys
