@@ -16,7 +16,7 @@ import sys
 PAIRS = [("platoon", "perf"), ("platoon-noio", "perf"), ("platoon", "platoon-noio"), ("top", "platoon"),
          ("top", "platoon-noevents"), ("top", "floor"), ("top", "top-sched"), ("floor", "floor-sched"),
          ("top-sched", "floor-sched"), ("exporter", "top"), ("platoon-requests", "platoon"),
-         ("floor-requests", "floor")]
+         ("floor-requests", "floor"), ("exporter", "exporter-root")]
 
 
 def trimmed_mean(values, cut=0.1):

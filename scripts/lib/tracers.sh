@@ -13,6 +13,8 @@
 #   platoon: record as shipped; platoon-nostats --no-bpf-stats; platoon-noevents --no-events
 #     (aggregates only, as top collects them); platoon-noio --no-io (the scheduler data alone,
 #     as perf sched collects it); platoon-requests --requests (the socket programs too)
+#   exporter: as shipped (started as root it drops to nobody, holding the BPF stats on);
+#     exporter-root --user root (stays root, the stats sampled as top samples them)
 #   top: --batch, a snapshot a second; top-5s one per 5 s, as the exporter takes them; top-sched
 #     columns without IO or drain (no epoll programs)
 #   floor: bench/hook_floor, do-nothing programs on the hooks platoon's aggregates use;
@@ -27,7 +29,7 @@ attached() {
   exit 2
 }
 tracer_conditions=(none platoon platoon-nostats platoon-noevents platoon-noio platoon-requests top top-5s top-sched exporter
-                   perf bpftrace floor floor-sched floor-requests)
+                   exporter-root perf bpftrace floor floor-sched floor-requests)
 
 start_tracer() {  # condition round → sets tracer_pid (empty for none)
   tracer_pid=
@@ -44,10 +46,11 @@ start_tracer() {  # condition round → sets tracer_pid (empty for none)
       [ "$1" = top-sched ] && cols=(--columns cpu_pct,wait_pct,migrations_per_s,wakeups_per_s)
       taskset -c 0 "$bin/platoon" top --pid "$spid" --batch --interval "$every" --iterations 100000 "${cols[@]}" > "$out/$1-$2.log" 2>&1 & tracer_pid=$!
       attached "$out/$1-$2.log" 'platoon top' ;;
-    exporter)
-      taskset -c 0 "$bin/platoon" exporter --pid "$spid" --listen 127.0.0.1:0 2> "$out/exporter-$2.err" & tracer_pid=$!
-      attached "$out/exporter-$2.err" 'listening on'
-      eport=$(grep -o 'listening on [0-9.]*:[0-9]*' "$out/exporter-$2.err" | sed 's/.*://')
+    exporter|exporter-root)
+      local user=(); [ "$1" = exporter-root ] && user=(--user root)
+      taskset -c 0 "$bin/platoon" exporter --pid "$spid" --listen 127.0.0.1:0 "${user[@]}" 2> "$out/$1-$2.err" & tracer_pid=$!
+      attached "$out/$1-$2.err" 'listening on'
+      eport=$(grep -o 'listening on [0-9.]*:[0-9]*' "$out/$1-$2.err" | sed 's/.*://')
       curl -fsS --max-time 10 "http://127.0.0.1:$eport/metrics" > /dev/null ;;  # one scrape, as Prometheus would
     perf)
       taskset -c 0 perf sched record -o "$out/perf-$2.data" > "$out/perf-$2.log" 2>&1 & tracer_pid=$!
