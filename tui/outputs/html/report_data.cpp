@@ -143,16 +143,8 @@ void json_series(Writer& j, const IntervalSeries& s, const analysis::Window& w,
     column("wait_pct", [&](const ThreadPoint& tp, const Point& p) { return pct(static_cast<double>(tp.wait_ns), p); });
     column("migrations", [&](const ThreadPoint& tp, const Point&) { return static_cast<double>(tp.migrations); });
     j.Key("wait_by_cause"), j.StartObject();
-    for (size_t i = 0; i < kWaitCauseCount; ++i) {
-      j.Key(analysis::kWaitCauses[i].key);
-      j.StartArray();
-      for (const Point& p : pts) {
-        const ThreadPoint* tp = at(p);
-        if (tp) num(j, pct(tp->cause_ns[i], p));
-        else j.Null();
-      }
-      j.EndArray();
-    }
+    for (size_t i = 0; i < kWaitCauseCount; ++i)
+      column(analysis::kWaitCauses[i].key, [&](const ThreadPoint& tp, const Point& p) { return pct(tp.cause_ns[i], p); });
     j.EndObject();
     json_placement(j, pts, t->tid, ncpus);
     j.EndObject();

@@ -7,17 +7,25 @@
 namespace platoon::outputs::html {
 namespace {
 
+// b's figures added to a's.
+void add_into(ThreadPoint& a, const ThreadPoint& b) {
+  a.run_ns += b.run_ns;
+  a.wait_ns += b.wait_ns;
+  for (size_t i = 0; i < kWaitCauseCount; ++i) a.cause_ns[i] += b.cause_ns[i];
+  a.migrations += b.migrations;
+  if (a.switch_ins.size() < b.switch_ins.size()) a.switch_ins.resize(b.switch_ins.size());
+  for (size_t c = 0; c < b.switch_ins.size(); ++c) a.switch_ins[c] += b.switch_ins[c];
+}
+
 Point point_of(const analysis::Window& w) {
   Point p{.start_ns = w.start_ns, .end_ns = w.end_ns, .lost_events = w.losses.lost_events, .threads = {}};
   const double wall_ns = w.wall_s * 1e9;
+  // Summed: a reused tid may stand twice in one window.
   for (const analysis::ThreadWindow& t : w.threads) {
-    ThreadPoint& tp = p.threads[t.tid];
-    tp.run_ns += t.delta.run_ns;
-    tp.wait_ns += t.delta.wait_ns;
-    for (size_t i = 0; i < kWaitCauseCount; ++i) tp.cause_ns[i] += t.wait_split.*analysis::kWaitCauses[i].pct / 100.0 * wall_ns;
-    tp.migrations += t.migrations;
-    if (tp.switch_ins.size() < t.delta.cpu_switch_ins.size()) tp.switch_ins.resize(t.delta.cpu_switch_ins.size());
-    for (size_t c = 0; c < t.delta.cpu_switch_ins.size(); ++c) tp.switch_ins[c] += t.delta.cpu_switch_ins[c];
+    ThreadPoint tp{.run_ns = t.delta.run_ns, .wait_ns = t.delta.wait_ns, .cause_ns = {}, .migrations = t.migrations,
+                   .switch_ins = t.delta.cpu_switch_ins};
+    for (size_t i = 0; i < kWaitCauseCount; ++i) tp.cause_ns[i] = t.wait_split.*analysis::kWaitCauses[i].pct / 100.0 * wall_ns;
+    add_into(p.threads[t.tid], tp);
   }
   return p;
 }
@@ -27,15 +35,7 @@ Point point_of(const analysis::Window& w) {
 void merge_into(Point& a, const Point& b) {
   a.end_ns = b.end_ns;
   a.lost_events += b.lost_events;
-  for (const auto& [tid, bt] : b.threads) {
-    ThreadPoint& at = a.threads[tid];
-    at.run_ns += bt.run_ns;
-    at.wait_ns += bt.wait_ns;
-    for (size_t i = 0; i < kWaitCauseCount; ++i) at.cause_ns[i] += bt.cause_ns[i];
-    at.migrations += bt.migrations;
-    if (at.switch_ins.size() < bt.switch_ins.size()) at.switch_ins.resize(bt.switch_ins.size());
-    for (size_t c = 0; c < bt.switch_ins.size(); ++c) at.switch_ins[c] += bt.switch_ins[c];
-  }
+  for (const auto& [tid, bt] : b.threads) add_into(a.threads[tid], bt);
 }
 
 void IntervalSeries::add(const snapshot::Snapshot& s) {
